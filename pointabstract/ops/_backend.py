@@ -1,0 +1,102 @@
+"""Which implementation runs an op: availability, the ``backend="auto"`` table, errors.
+
+Backends:
+
+- ``"torch"``: plain torch, CPU and CUDA, every op.
+- ``"numba"``: pointabstract's compiled CPU kernels (:mod:`pointabstract.ops.kernels`).
+- ``"fpsample"``, ``"pykdtree"``, ``"scipy"``, ``"open3d"``: CPU libraries called per cloud.
+- ``"torch_cluster"``: CPU and CUDA, when installed (optional extra ``peers``).
+
+Libraries only return indices; distances are always recomputed by pointabstract in the input
+dtype, so every backend returns the same numbers for the same neighbours.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+import torch
+
+# op -> backends able to run it, in the order "auto" prefers them on CPU.
+_OP_BACKENDS: dict[str, tuple[str, ...]] = {
+    "farthest_point_sample": ("numba", "fpsample", "torch_cluster", "torch"),
+    "knn": ("numba", "pykdtree", "scipy", "torch_cluster", "open3d", "torch"),
+    "ball_query": ("numba", "scipy", "torch"),
+}
+_CPU_ONLY = {"numba", "fpsample", "pykdtree", "scipy", "open3d"}
+_MODULES = {
+    "numba": "numba",
+    "fpsample": "fpsample",
+    "pykdtree": "pykdtree.kdtree",
+    "scipy": "scipy.spatial",
+    "open3d": "open3d",
+    "torch_cluster": "torch_cluster",
+    "torch": "torch",
+}
+
+# backend="auto": first available entry whose rule accepts the workload. Measured with
+# `pointabstract bench ops` (tools/benchmark_ops.py) on 2 CPU threads: the numba kernels beat
+# every CPU peer on every workload, from B=1 N=64 up to N=100k, so CPU rules are plain
+# preference lists. No GPU was measured: on CUDA the torch implementation is used (no
+# host round trip), torch-cluster first when installed for FPS and xyz KNN.
+_AUTO: dict[tuple[str, str], tuple[str, ...]] = {
+    ("farthest_point_sample", "cpu"): ("numba", "fpsample", "torch"),
+    ("farthest_point_sample", "cuda"): ("torch_cluster", "torch"),
+    ("knn", "cpu"): ("numba", "pykdtree", "scipy", "torch"),
+    ("knn", "cuda"): ("torch",),
+    ("ball_query", "cpu"): ("numba", "scipy", "torch"),
+    ("ball_query", "cuda"): ("torch",),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def is_available(name: str) -> bool:
+    """True when the backend's library imports in this process."""
+    if name == "numba":
+        from . import kernels
+
+        return kernels.AVAILABLE
+    try:
+        importlib.import_module(_MODULES[name])
+    except Exception:  # ImportError, or a library whose shared objects are missing (open3d)
+        return False
+    return True
+
+
+def backends() -> dict[str, list[str]]:
+    """The backends available in this process for each dispatching op.
+
+    Returns:
+        ``{op name: [backend, ...]}`` in the order ``backend="auto"`` prefers them on CPU.
+    """
+    return {op: [b for b in names if is_available(b)] for op, names in _OP_BACKENDS.items()}
+
+
+def resolve(op: str, backend: str, device: torch.device, *, channels: int = 3) -> str:
+    """Return the backend that runs ``op`` on ``device``; ValueError if it cannot."""
+    known = _OP_BACKENDS[op]
+    usable = [b for b in known if is_available(b)
+              and (device.type == "cpu" or b not in _CPU_ONLY)
+              and (channels == 3 or b in _ANY_CHANNELS.get(op, ()))]
+    if backend == "auto":
+        kind = "cpu" if device.type == "cpu" else "cuda"
+        for name in _AUTO[(op, kind)]:
+            if name in usable:
+                return name
+        return "torch"
+    if backend not in known:
+        raise ValueError(f"backend must be 'auto' or one of {list(known)} for {op}, got {backend!r}")
+    if backend not in usable:
+        reason = ("is not installed" if not is_available(backend)
+                  else f"does not run on {device.type}" if backend in _CPU_ONLY and device.type != "cpu"
+                  else f"supports only 3 channels, got {channels}")
+        raise ValueError(f"backend {backend!r} {reason}; available for {op} here: {usable}")
+    return backend
+
+
+# Backends that accept any number of channels (the others are 3D-only).
+_ANY_CHANNELS = {
+    "farthest_point_sample": ("numba", "torch", "fpsample"),
+    "knn": ("numba", "torch", "pykdtree", "scipy", "torch_cluster"),
+}

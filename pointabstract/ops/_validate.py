@@ -1,0 +1,122 @@
+"""Input checks shared by the public ops (STYLE.md rule 2: validate at the boundary).
+
+Every helper raises ``TypeError`` for the wrong kind of object or dtype and ``ValueError`` for
+a wrong shape, value or range, and names the argument and what arrived.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+
+def check_cloud(name: str, x, *, dim: int | None = 3, allow_empty: bool = False,
+                finite: bool = True) -> torch.Tensor:
+    """Check a batched cloud or feature tensor ``(B, N, C)`` (``C == dim`` when ``dim`` is set).
+
+    ``finite`` also refuses NaN / Inf values (one pass over the data).
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.dim() != 3:
+        want = f"(B, N, {dim})" if dim is not None else "(B, N, C)"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
+    if dim is not None and x.shape[-1] != dim:
+        raise ValueError(f"{name} must have shape (B, N, {dim}), got {tuple(x.shape)}")
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} must have at least one channel, got {tuple(x.shape)}")
+    if not allow_empty and (x.shape[0] == 0 or x.shape[1] == 0):
+        raise ValueError(f"{name} must hold at least one cloud of at least one point, "
+                         f"got {tuple(x.shape)}")
+    if finite and not bool(torch.isfinite(x).all()):
+        bad = (~torch.isfinite(x)).nonzero()[0].tolist()
+        raise ValueError(f"{name} holds NaN or Inf values (first at index {tuple(bad)})")
+    return x
+
+
+def check_same_batch(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor,
+                     *, same_channels: bool = True) -> None:
+    """Check that two clouds share device, batch size, dtype and (optionally) channels."""
+    if a.device != b.device:
+        raise ValueError(f"{name_a} and {name_b} must be on the same device, "
+                         f"got {a.device} and {b.device}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"{name_a} and {name_b} must have the same batch size B, "
+                         f"got {a.shape[0]} and {b.shape[0]}")
+    if same_channels and a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"{name_a} and {name_b} must have the same number of channels C, "
+                         f"got {a.shape[-1]} and {b.shape[-1]}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"{name_a} and {name_b} must have the same dtype, "
+                        f"got {a.dtype} and {b.dtype}")
+
+
+def check_lengths(name: str, lengths, batch: int, n: int, device: torch.device,
+                  *, allow_zero: bool = False) -> torch.Tensor:
+    """Return ``lengths`` as an int64 tensor ``(B,)`` with every value in ``[1, N]``.
+
+    ``None`` means every cloud is full (all ``N`` points valid).
+    """
+    if lengths is None:
+        return torch.full((batch,), n, dtype=torch.int64, device=device)
+    if not isinstance(lengths, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of dtype int64, got {type(lengths).__name__}")
+    if lengths.dtype != torch.int64:
+        raise TypeError(f"{name} must have dtype int64, got {lengths.dtype}")
+    if lengths.shape != (batch,):
+        raise ValueError(f"{name} must have shape (B,) = ({batch},), got {tuple(lengths.shape)}")
+    if lengths.device != device:
+        raise ValueError(f"{name} must be on {device}, got {lengths.device}")
+    if batch:
+        lo, hi = int(lengths.min()), int(lengths.max())
+        low_ok = 0 if allow_zero else 1
+        if lo < low_ok or hi > n:
+            raise ValueError(f"{name} must lie in [{low_ok}, {n}] (N = {n}), got values in [{lo}, {hi}]")
+    return lengths
+
+
+def check_count(name: str, value, upper: int, what: str = "N") -> int:
+    """Check an integer count such as ``m`` or ``k``: ``1 <= value <= upper``."""
+    if isinstance(value, bool) or isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    try:
+        value = operator.index(value)  # accepts int and numpy integers, refuses floats
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    if value > upper:
+        raise ValueError(f"{name} must be at most {what} = {upper}, got {value}")
+    return value
+
+
+def check_choice(name: str, value, choices) -> str:
+    """Check that ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def check_index(name: str, idx, batch: int, n: int, device: torch.device,
+                *, allow_invalid: bool = True) -> torch.Tensor:
+    """Check an index tensor ``(B, ...)`` of int64 into a dimension of size ``N``.
+
+    With ``allow_invalid`` the value -1 (padding produced by ``knn`` / ``ball_query``) passes.
+    """
+    if not isinstance(idx, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of dtype int64, got {type(idx).__name__}")
+    if idx.dtype != torch.int64:
+        raise TypeError(f"{name} must have dtype int64, got {idx.dtype}")
+    if idx.dim() < 2 or idx.shape[0] != batch:
+        raise ValueError(f"{name} must have shape (B, ...) with B = {batch}, got {tuple(idx.shape)}")
+    if idx.device != device:
+        raise ValueError(f"{name} must be on {device}, got {idx.device}")
+    if idx.numel():
+        lo, hi = int(idx.min()), int(idx.max())
+        low_ok = -1 if allow_invalid else 0
+        if lo < low_ok or hi >= n:
+            raise ValueError(f"{name} values must lie in [{low_ok}, {n - 1}], got values in [{lo}, {hi}]")
+    return idx

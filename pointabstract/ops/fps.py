@@ -1,0 +1,162 @@
+"""Farthest point sampling (FPS): exact by default, QuickFPS-style buckets on request."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import _validate as V
+from ._backend import resolve
+
+__all__ = ["farthest_point_sample", "farthest_point_sample_naive"]
+
+
+def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | None = None,
+                          start: str = "first", generator: torch.Generator | None = None,
+                          method: str = "exact", backend: str = "auto") -> torch.Tensor:
+    """Pick ``m`` points per cloud, each the farthest from those already picked.
+
+    Exact FPS selects the same points as torch-cluster's ``fps(..., random_start=False)`` and
+    pytorch3d's ``sample_farthest_points``: start at one point, then repeatedly take the point
+    whose squared distance to the picked set is largest; ties go to the lowest index.
+    Duplicate-safe: a cloud with fewer than ``m`` distinct points returns every distinct point
+    before any repeat (then repeats the lowest index), never NaN.
+
+    Args:
+        pos: (B, N, C) point coordinates (C = 3 for xyz; any C samples in feature space).
+        m: number of points to pick, 1 <= m <= N.
+        lengths: (B,) int64 number of valid points per cloud (the first ``lengths[b]``);
+            ``None`` means all N. Slots ``m >= lengths[b]`` are -1.
+        start: ``"first"`` starts every cloud at index 0, ``"random"`` at an index drawn
+            uniformly from its valid points with ``generator``.
+        generator: torch.Generator used by ``start="random"``.
+        method: ``"exact"`` (default) or ``"bucket"``: fpsample's QuickFPS bucket sampler
+            (CPU, 3D, ``lengths=None``), much faster on large clouds but approximate: its
+            covering radius is typically within a few percent of exact FPS.
+        backend: ``"auto"``, ``"numba"``, ``"fpsample"``, ``"torch_cluster"`` or ``"torch"``.
+
+    Returns:
+        idx: (B, M) int64; ``idx[b, j]`` indexes ``pos[b]`` and is the j-th pick.
+    """
+    V.check_cloud("pos", pos, dim=None)
+    batch, n, channels = pos.shape
+    m = V.check_count("m", m, n)
+    lengths = V.check_lengths("lengths", lengths, batch, n, pos.device)
+    V.check_choice("start", start, ("first", "random"))
+    V.check_choice("method", method, ("exact", "bucket"))
+    starts = _start_indices(lengths, start, generator)
+    if method == "bucket":
+        return _bucket_fps(pos, m, lengths, starts)
+    name = resolve("farthest_point_sample", backend, pos.device, channels=channels)
+    return _BACKENDS[name](pos.detach(), m, lengths, starts)
+
+
+def farthest_point_sample_naive(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | None = None,
+                                starts: torch.Tensor | None = None) -> torch.Tensor:
+    """Reference FPS in plain Python loops (tests only): same rule and outputs as above."""
+    batch, n, channels = pos.shape
+    lengths = torch.full((batch,), n) if lengths is None else lengths
+    out = torch.full((batch, m), -1, dtype=torch.int64)
+    for b in range(batch):
+        nb = int(lengths[b])
+        pts = pos[b, :nb].detach().cpu()
+        last = 0 if starts is None else int(starts[b])
+        mind = torch.full((nb,), float("inf"), dtype=pos.dtype)
+        for s in range(min(m, nb)):
+            out[b, s] = last
+            d = (pts[:, 0] - pts[last, 0]) ** 2
+            for c in range(1, channels):  # summed channel by channel, like every backend
+                d = d + (pts[:, c] - pts[last, c]) ** 2
+            mind = torch.minimum(mind, d)
+            last = int(torch.argmax(mind))  # first maximum wins ties
+    return out.to(pos.device)
+
+
+def _start_indices(lengths: torch.Tensor, start: str, generator) -> torch.Tensor:
+    if start == "first":
+        return torch.zeros_like(lengths)
+    gen_device = generator.device if generator is not None else "cpu"
+    u = torch.rand(lengths.shape, generator=generator, device=gen_device, dtype=torch.float64)
+    return (u.to(lengths.device) * lengths).long().minimum(lengths - 1)
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()  # exact widening; the kernels are compiled for float32 / float64
+    return np.ascontiguousarray(x.detach().cpu().numpy())
+
+
+def _fps_numba(pos, m, lengths, starts):
+    from .kernels import fps, run
+
+    out = np.empty((pos.shape[0], m), np.int64)
+    run(fps.fps_par, fps.fps_ser, _numpy(pos), _numpy(lengths), m, _numpy(starts), out)
+    return torch.from_numpy(out)
+
+
+def _fps_fpsample(pos, m, lengths, starts):
+    import fpsample
+
+    pts = _numpy(pos)
+    out = torch.full((pos.shape[0], m), -1, dtype=torch.int64)
+    for b, (nb, s) in enumerate(zip(lengths.tolist(), starts.tolist())):
+        take = min(m, nb)
+        out[b, :take] = torch.from_numpy(
+            fpsample.fps_sampling(pts[b, :nb], take, start_idx=s).astype(np.int64))
+    return out
+
+
+def _fps_torch_cluster(pos, m, lengths, starts):
+    import torch_cluster
+
+    out = torch.full((pos.shape[0], m), -1, dtype=torch.int64, device=pos.device)
+    for b, nb in enumerate(lengths.tolist()):
+        pts = pos[b, :nb]
+        if int(starts[b]) != 0:  # torch-cluster always starts at index 0: rotate the cloud
+            order = torch.roll(torch.arange(nb, device=pos.device), -int(starts[b]))
+            pts = pts[order]
+        take = min(m, nb)
+        # fps() keeps ceil(ratio * n) points; a ratio just above take/n asks for exactly take
+        picked = torch_cluster.fps(pts, ratio=min(1.0, (take - 0.5) / nb), random_start=False)
+        picked = picked[:take]
+        out[b, :take] = order[picked] if int(starts[b]) != 0 else picked
+    return out
+
+
+def _fps_torch(pos, m, lengths, starts):
+    """Vectorised over the batch: one distance update and one argmax per step."""
+    batch, n, channels = pos.shape
+    valid = torch.arange(n, device=pos.device) < lengths[:, None]  # (B, N)
+    mind = torch.where(valid, torch.inf, -1.0).to(pos.dtype)  # invalid points never win
+    out = torch.empty((batch, m), dtype=torch.int64, device=pos.device)
+    last = starts.clone()
+    rows = torch.arange(batch, device=pos.device)
+    for s in range(m):
+        out[:, s] = last
+        sel = pos[rows, last]  # (B, C)
+        d = (pos[..., 0] - sel[:, None, 0]) ** 2
+        for c in range(1, channels):
+            d = d + (pos[..., c] - sel[:, None, c]) ** 2
+        mind = torch.where(valid, torch.minimum(mind, d), mind)
+        last = torch.argmax(mind, dim=1)
+    out[torch.arange(m, device=pos.device) >= lengths[:, None]] = -1
+    return out
+
+
+def _bucket_fps(pos, m, lengths, starts):
+    import fpsample
+
+    if pos.device.type != "cpu" or pos.shape[-1] != 3:
+        raise ValueError("method='bucket' runs on CPU xyz clouds only (C = 3), "
+                         f"got device {pos.device} and C = {pos.shape[-1]}")
+    if int(lengths.min()) != pos.shape[1]:
+        raise ValueError("method='bucket' does not support lengths shorter than N")
+    pts = _numpy(pos)
+    height = max(3, min(9, int(np.log2(max(pos.shape[1], 2) / 128)) + 3))  # ~8..64 pts/bucket
+    out = [fpsample.bucket_fps_kdline_sampling(pts[b], m, h=height, start_idx=int(starts[b]))
+           for b in range(pos.shape[0])]
+    return torch.from_numpy(np.stack(out).astype(np.int64))
+
+
+_BACKENDS = {"numba": _fps_numba, "fpsample": _fps_fpsample,
+             "torch_cluster": _fps_torch_cluster, "torch": _fps_torch}

@@ -1,0 +1,49 @@
+"""CPU kernels compiled by numba (the ``"numba"`` backend of :mod:`pointabstract.ops`).
+
+Each kernel exists twice: a parallel driver (``*_par``, numba ``prange`` over clouds or query
+chunks) and a serial driver (``*_ser``) over the same per-cloud / per-chunk functions.
+:func:`run` picks one:
+
+- serial when torch is limited to one thread (DataLoader workers, ``torch.set_num_threads(1)``),
+  so the ops never oversubscribe cores that the caller reserved;
+- serial in a process forked from one that already started numba's OpenMP pool: GNU OpenMP
+  aborts such a child ("fork() called from a process already using GNU OpenMP").
+
+Kernels are compiled on first use (a few seconds each) and cached in ``__pycache__``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+try:  # numba is a core dependency; the ops fall back to other backends if it is broken
+    import numba
+
+    AVAILABLE = True
+    if "NUMBA_THREADING_LAYER" not in os.environ:
+        # OpenMP first: thread-safe, and no warning about an old TBB some wheels bundle
+        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+except ImportError:  # pragma: no cover - exercised only in broken installs
+    numba = None
+    AVAILABLE = False
+
+_parallel_pid: int | None = None  # pid of the process that started the parallel pool
+
+
+def _parallel_ok() -> bool:
+    if torch.get_num_threads() <= 1:
+        return False
+    return _parallel_pid is None or _parallel_pid == os.getpid()
+
+
+def run(par_fn, ser_fn, *args):
+    """Call ``par_fn(*args)`` with as many threads as torch uses, or ``ser_fn(*args)``."""
+    global _parallel_pid
+    if not _parallel_ok():
+        return ser_fn(*args)
+    threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(threads)
+    _parallel_pid = os.getpid()
+    return par_fn(*args)

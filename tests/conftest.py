@@ -1,0 +1,25 @@
+"""Shared test settings: hypothesis profile, real-data location, small helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+# Compiled kernels make the first call slow: no per-example deadline.
+settings.register_profile("default", deadline=None, max_examples=40,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+
+
+@pytest.fixture
+def realdata() -> Path:
+    """``../shared/realdata`` beside the project; tests using it skip when it is absent."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"real-data subsets not found at {REALDATA}")
+    return REALDATA

@@ -1,0 +1,177 @@
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pointabstract.ops import backends, farthest_point_sample, farthest_point_sample_naive
+from tests.helpers import cloud
+
+EXACT = ["numba", "torch"]
+LIBRARIES = [b for b in backends()["farthest_point_sample"] if b not in EXACT]
+
+
+@pytest.mark.parametrize("backend", EXACT)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("n", [1, 7, 64, 1000])
+def test_matches_naive_over_grid(backend, dtype, batch, n):
+    pos = cloud(batch, n, dtype=dtype, seed=n)
+    for m in sorted({1, max(1, n // 3), n}):
+        got = farthest_point_sample(pos, m, backend=backend)
+        assert got.dtype == torch.int64 and got.shape == (batch, m)
+        assert torch.equal(got, farthest_point_sample_naive(pos, m))
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_lengths_sample_only_valid_points_and_pad(backend):
+    pos = cloud(3, 50, seed=1)
+    lengths = torch.tensor([50, 20, 5])
+    got = farthest_point_sample(pos, 10, lengths=lengths, backend=backend)
+    assert torch.equal(got, farthest_point_sample_naive(pos, 10, lengths=lengths))
+    assert (got[1] < 20).all()
+    assert torch.equal(got[2, 5:], torch.full((5,), -1))
+    assert sorted(got[2, :5].tolist()) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_feature_space_any_channels(backend):
+    feats = cloud(2, 300, 16, seed=3)
+    assert torch.equal(farthest_point_sample(feats, 40, backend=backend),
+                       farthest_point_sample_naive(feats, 40))
+
+
+@pytest.mark.parametrize("backend", LIBRARIES)
+def test_library_backends_match_naive_without_ties(backend):
+    pos = cloud(3, 500, seed=5)
+    assert torch.equal(farthest_point_sample(pos, 100, backend=backend),
+                       farthest_point_sample_naive(pos, 100))
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_hand_computed_line_with_tie(backend):
+    # x = 0, 1, 2, 3, 10: pick 0, then 10 (idx 4), then 3 (idx 3); then idx 1 and 2 both
+    # sit at squared distance 1 from the set and the lower index wins.
+    pos = torch.tensor([[[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [10, 0, 0]]])
+    assert farthest_point_sample(pos, 5, backend=backend).tolist() == [[0, 4, 3, 1, 2]]
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_hand_computed_cube_corners(backend):
+    # corner i = (i >> 2 & 1, i >> 1 & 1, i & 1); after 0 and its opposite 7 every other
+    # corner is at squared distance 1 from the set at each step: ties go to the lowest index.
+    corners = torch.tensor([[(i >> 2) & 1, (i >> 1) & 1, i & 1] for i in range(8)], dtype=torch.float32)
+    got = farthest_point_sample(corners[None], 8, backend=backend)
+    assert got.tolist() == [[0, 7, 1, 2, 3, 4, 5, 6]]
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_duplicates_return_every_distinct_point_first(backend):
+    a, b, c = [0.0, 0, 0], [1.0, 0, 0], [3.0, 0, 0]
+    pos = torch.tensor([[a, a, b, b, c]])
+    got = farthest_point_sample(pos, 5, backend=backend)
+    assert got.tolist() == [[0, 4, 2, 0, 0]]
+    all_same = torch.zeros(1, 6, 3)
+    assert farthest_point_sample(all_same, 6, backend=backend).tolist() == [[0] * 6]
+
+
+def test_random_start_is_reproducible_and_matches_naive():
+    pos = cloud(4, 200, seed=7)
+    lengths = torch.tensor([200, 150, 3, 1])
+    picks = [farthest_point_sample(pos, 20, lengths=lengths, start="random",
+                                   generator=torch.Generator().manual_seed(11)) for _ in range(2)]
+    assert torch.equal(picks[0], picks[1])
+    first = picks[0][:, 0]
+    assert ((first >= 0) & (first < lengths)).all()
+    assert torch.equal(picks[0], farthest_point_sample_naive(pos, 20, lengths=lengths, starts=first))
+    other = farthest_point_sample(pos, 20, start="random", generator=torch.Generator().manual_seed(12))
+    assert not torch.equal(other[:2, 0], first[:2])
+
+
+def _covering_radius(pos, idx):
+    """Largest distance from a point to its nearest pick (what FPS minimises greedily)."""
+    picked = pos[0, idx[0]]
+    return torch.cdist(pos[0].double(), picked.double()).min(1).values.max().item()
+
+
+def test_bucket_method_covering_radius_close_to_exact():
+    pos = cloud(1, 20000, seed=9)
+    exact = farthest_point_sample(pos, 512)
+    bucket = farthest_point_sample(pos, 512, method="bucket")
+    assert bucket.shape == (1, 512) and len(set(bucket[0].tolist())) == 512
+    ratio = _covering_radius(pos, bucket) / _covering_radius(pos, exact)
+    assert 0.9 < ratio < 1.1, ratio
+
+
+def test_bucket_method_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match="C = 3"):
+        farthest_point_sample(cloud(1, 100, 5), 10, method="bucket")
+    with pytest.raises(ValueError, match="lengths"):
+        farthest_point_sample(cloud(2, 100), 10, method="bucket", lengths=torch.tensor([100, 50]))
+
+
+@given(st.integers(1, 40), st.integers(0, 2**31 - 1), st.data())
+def test_property_picks_are_distinct_when_points_are(n, seed, data):
+    m = data.draw(st.integers(1, n))
+    pos = cloud(2, n, seed=seed)  # continuous random coordinates: all points distinct
+    idx = farthest_point_sample(pos, m)
+    for row in idx.tolist():
+        assert len(set(row)) == m
+
+
+def test_property_distinct_first_with_many_duplicates():
+    g = torch.Generator().manual_seed(0)
+    base = torch.rand(1, 6, 3, generator=g)
+    pos = base[:, torch.randint(0, 6, (60,), generator=g)]  # 60 points, at most 6 distinct
+    distinct = torch.unique(pos[0], dim=0).shape[0]
+    idx = farthest_point_sample(pos, 30)[0]
+    firsts = {tuple(p) for p in pos[0, idx[:distinct]].tolist()}
+    assert len(firsts) == distinct and not torch.isnan(pos[0, idx]).any()
+
+
+def _fps_in_child(queue):
+    torch.set_num_threads(2)
+    queue.put(farthest_point_sample(cloud(4, 300, seed=2), 30).tolist())
+
+
+def test_works_in_a_forked_child_after_parallel_use():
+    torch.set_num_threads(max(2, torch.get_num_threads()))
+    parent = farthest_point_sample(cloud(4, 300, seed=2), 30)  # starts the OpenMP pool
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_fps_in_child, args=(queue,))
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    assert queue.get(timeout=5) == parent.tolist()
+
+
+def test_half_precision_input_is_widened_exactly():
+    pos = cloud(2, 100, seed=4).half()
+    assert torch.equal(farthest_point_sample(pos, 10),
+                       farthest_point_sample_naive(pos.float(), 10))
+
+
+def test_agrees_with_torch_cluster():
+    torch_cluster = pytest.importorskip("torch_cluster")
+    pos = cloud(3, 400, seed=8)
+    flat = pos.reshape(-1, 3)
+    batch = torch.arange(3).repeat_interleave(400)
+    theirs = torch_cluster.fps(flat, batch, ratio=0.25, random_start=False).view(3, 100)
+    theirs = theirs - (torch.arange(3) * 400)[:, None]
+    assert torch.equal(farthest_point_sample(pos, 100), theirs)
+
+
+def test_numpy_integer_m_is_accepted():
+    assert farthest_point_sample(cloud(1, 10), np.int64(3)).shape == (1, 3)
+
+
+def test_real_scannet_scene_matches_reference(realdata):
+    files = sorted((realdata / "scenes").glob("*_xyzrgb.npy"))
+    if not files:
+        pytest.skip("no ScanNet scene in realdata/scenes")
+    xyz = torch.from_numpy(np.load(files[0])[:, :3].copy()).float()[None]  # (1, 81k, 3)
+    assert xyz.shape[1] > 80000
+    assert torch.equal(farthest_point_sample(xyz, 256), farthest_point_sample_naive(xyz, 256))
