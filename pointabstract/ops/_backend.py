@@ -75,12 +75,17 @@ def backends() -> dict[str, list[str]]:
 
 def resolve(op: str, backend: str, device: torch.device, *, channels: int = 3) -> str:
     """Return the backend that runs ``op`` on ``device``; ValueError if it cannot."""
+    return _resolve(op, backend, device.type, channels == 3)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolve(op: str, backend: str, device_type: str, xyz: bool) -> str:
     known = _OP_BACKENDS[op]
     usable = [b for b in known if is_available(b)
-              and (device.type == "cpu" or b not in _CPU_ONLY)
-              and (channels == 3 or b in _ANY_CHANNELS.get(op, ()))]
+              and (device_type == "cpu" or b not in _CPU_ONLY)
+              and (xyz or b in _ANY_CHANNELS.get(op, ()))]
     if backend == "auto":
-        kind = "cpu" if device.type == "cpu" else "cuda"
+        kind = "cpu" if device_type == "cpu" else "cuda"
         for name in _AUTO[(op, kind)]:
             if name in usable:
                 return name
@@ -89,8 +94,8 @@ def resolve(op: str, backend: str, device: torch.device, *, channels: int = 3) -
         raise ValueError(f"backend must be 'auto' or one of {list(known)} for {op}, got {backend!r}")
     if backend not in usable:
         reason = ("is not installed" if not is_available(backend)
-                  else f"does not run on {device.type}" if backend in _CPU_ONLY and device.type != "cpu"
-                  else f"supports only 3 channels, got {channels}")
+                  else f"does not run on {device_type}" if backend in _CPU_ONLY and device_type != "cpu"
+                  else "supports only 3 channels")
         raise ValueError(f"backend {backend!r} {reason}; available for {op} here: {usable}")
     return backend
 

@@ -91,7 +91,8 @@ def _ball_numba(query, ref, radius, k, qlen, rlen, self_query):
     r2 = r_np.dtype.type(radius) * r_np.dtype.type(radius)  # the radius test in the input dtype
     trees = kdtree.allocate_trees(ref.shape[0], ref.shape[1], _LEAF, r_np.dtype)
     run(kdtree.query_par, kdtree.query_ser, _as_numpy(query), qlen.cpu().numpy(), r_np,
-        rlen.cpu().numpy(), _LEAF, self_query, 1, k, r2, trees, dist2.numpy(), idx.numpy())
+        rlen.cpu().numpy(), _LEAF, self_query, 1, k, r2, trees, dist2.numpy(), idx.numpy(),
+        work=query.shape[0] * query.shape[1] * (k + _LEAF) * 8)
     return _back(dist2, idx, query)
 
 

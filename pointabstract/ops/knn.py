@@ -120,10 +120,11 @@ def _knn_numba(query, ref, k, qlen, rlen, self_query):
     if query.shape[-1] == 3:
         trees = kdtree.allocate_trees(ref.shape[0], ref.shape[1], _LEAF, r_np.dtype)
         run(kdtree.query_par, kdtree.query_ser, q_np, ql_np, r_np, rl_np, _LEAF, self_query,
-            0, k, 0.0, trees, d_np, i_np)
+            0, k, 0.0, trees, d_np, i_np, work=q_np.shape[0] * q_np.shape[1] * (k + _LEAF) * 8)
     else:
         approx = _approx_dist2(torch.from_numpy(q_np), torch.from_numpy(r_np)).numpy()
-        run(select.topk_par, select.topk_ser, approx, q_np, ql_np, r_np, rl_np, k, d_np, i_np)
+        run(select.topk_par, select.topk_ser, approx, q_np, ql_np, r_np, rl_np, k, d_np, i_np,
+            work=approx.size)
     return _back(dist2, idx, query)
 
 

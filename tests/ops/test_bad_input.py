@@ -38,7 +38,6 @@ CASES = [
     (lambda: ops.farthest_point_sample(P, 3, lengths=torch.tensor([10.0, 1.0])), TypeError, "lengths must have dtype int64, got torch.float32"),
     (lambda: ops.farthest_point_sample(P, 3, lengths=torch.tensor([10])), ValueError, r"lengths must have shape \(B,\) = \(2,\), got \(1,\)"),
     (lambda: ops.farthest_point_sample(P, 3, start="middle"), ValueError, r"start must be one of \['first', 'random'\], got 'middle'"),
-    (lambda: ops.farthest_point_sample(P, 3, method="fast"), ValueError, "method must be one of"),
     (lambda: ops.knn(P, P[:1], 3), ValueError, "query and ref must have the same batch size B, got 2 and 1"),
     (lambda: ops.knn(P, cloud(2, 10, 4), 3), ValueError, "query and ref must have the same number of channels C, got 3 and 4"),
     (lambda: ops.knn(P, P.double(), 3), TypeError, "query and ref must have the same dtype"),

@@ -90,26 +90,36 @@ def test_random_start_is_reproducible_and_matches_naive():
     assert not torch.equal(other[:2, 0], first[:2])
 
 
-def _covering_radius(pos, idx):
-    """Largest distance from a point to its nearest pick (what FPS minimises greedily)."""
-    picked = pos[0, idx[0]]
-    return torch.cdist(pos[0].double(), picked.double()).min(1).values.max().item()
+@pytest.mark.parametrize("n", [1536, 5000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pruned_tree_variant_matches_naive(n, dtype):
+    # clouds of 1536+ points take the KD-tree-pruned kernel: it must pick exactly the same
+    pos = cloud(2, n, dtype=dtype, seed=n)
+    lengths = torch.tensor([n, n - 700])  # the second cloud falls back to the plain loop
+    got = farthest_point_sample(pos, 700, lengths=lengths)
+    assert torch.equal(got, farthest_point_sample_naive(pos, 700, lengths=lengths))
 
 
-def test_bucket_method_covering_radius_close_to_exact():
-    pos = cloud(1, 20000, seed=9)
-    exact = farthest_point_sample(pos, 512)
-    bucket = farthest_point_sample(pos, 512, method="bucket")
-    assert bucket.shape == (1, 512) and len(set(bucket[0].tolist())) == 512
-    ratio = _covering_radius(pos, bucket) / _covering_radius(pos, exact)
-    assert 0.9 < ratio < 1.1, ratio
+def test_pruned_tree_variant_breaks_ties_like_naive():
+    # an integer lattice: thousands of exactly equal distances at every step
+    g = torch.arange(14, dtype=torch.float32)
+    lattice = torch.stack(torch.meshgrid(g, g, g, indexing="ij"), -1).reshape(1, -1, 3)
+    perm = torch.randperm(lattice.shape[1], generator=torch.Generator().manual_seed(0))
+    pos = torch.cat([lattice[:, perm], lattice[:, perm[:300]]], 1)  # plus duplicates
+    starts = torch.tensor([17])
+    got = farthest_point_sample_naive(pos, 400, starts=starts)
+    from pointabstract.ops.kernels import fps as kernel
+
+    out = torch.empty(1, 400, dtype=torch.int64)
+    kernel.fps_ser(pos.numpy(), torch.tensor([pos.shape[1]]).numpy(), 400, starts.numpy(),
+                   out.numpy())
+    assert torch.equal(out, got)
 
 
-def test_bucket_method_refuses_what_it_cannot_do():
-    with pytest.raises(ValueError, match="C = 3"):
-        farthest_point_sample(cloud(1, 100, 5), 10, method="bucket")
-    with pytest.raises(ValueError, match="lengths"):
-        farthest_point_sample(cloud(2, 100), 10, method="bucket", lengths=torch.tensor([100, 50]))
+def test_pruned_tree_variant_on_duplicates_only():
+    pos = torch.zeros(1, 3000, 3)
+    pos[0, 1234] = 1.0
+    assert farthest_point_sample(pos, 4).tolist() == [[0, 1234, 0, 0]]
 
 
 @given(st.integers(1, 40), st.integers(0, 2**31 - 1), st.data())

@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover - exercised only in broken installs
     AVAILABLE = False
 
 _parallel_pid: int | None = None  # pid of the process that started the parallel pool
+_PARALLEL_FROM = 1 << 16  # operations; a parallel launch costs about 5-10 us
 
 
 def _parallel_ok() -> bool:
@@ -38,10 +39,14 @@ def _parallel_ok() -> bool:
     return _parallel_pid is None or _parallel_pid == os.getpid()
 
 
-def run(par_fn, ser_fn, *args):
-    """Call ``par_fn(*args)`` with as many threads as torch uses, or ``ser_fn(*args)``."""
+def run(par_fn, ser_fn, *args, work: int = 1 << 30):
+    """Call ``par_fn(*args)`` with as many threads as torch uses, or ``ser_fn(*args)``.
+
+    ``work`` is a rough operation count; below ``_PARALLEL_FROM`` starting the thread pool
+    costs more than it saves and the serial driver runs.
+    """
     global _parallel_pid
-    if not _parallel_ok():
+    if work < _PARALLEL_FROM or not _parallel_ok():
         return ser_fn(*args)
     threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(threads)

@@ -19,11 +19,21 @@ import numpy as np
 from numba import njit, prange
 
 _STACK = 128  # DFS stack: tree depth is about log2(N / leaf), far below this
+_FRONTIER = 16  # subtrees that build_par grows concurrently
 
 
-def max_nodes(n: int, leaf: int) -> int:
-    """Upper bound on the node count of a tree over ``n`` points with leaves of <= ``leaf``."""
+@njit(cache=True)
+def _tree_ids(n, leaf):
+    """Upper bound on the node count of a tree over ``n`` points with leaves of <= ``leaf``
+    (every leaf holds more than leaf // 2 points)."""
     return 2 * (n // max(1, leaf // 2) + 1) + 1
+
+
+@njit(cache=True)
+def max_nodes(n, leaf):
+    """Ids to allocate for one cloud: the node bound plus the gaps :func:`build_par` leaves
+    (at most 31 top nodes and 3 ids of slack per block, 16 blocks)."""
+    return _tree_ids(n, leaf) + 6 * _FRONTIER
 
 
 @njit(cache=True, boundscheck=False)
@@ -51,60 +61,129 @@ def _select(keys, idx, lo, hi, kth):
 
 
 @njit(cache=True, boundscheck=False)
-def build(pts, n, leaf, perm, lo_, hi_, dim_, val_, left, tx, ty, tz):
-    """Build the tree of ``pts[:n]`` (N, 3) into the preallocated arrays; returns node count."""
-    for t in range(n):
-        perm[t] = t
-    keys = np.empty(n, pts.dtype)
+def _select_rows(p, perm, lo, hi, axis, kth):
+    """Quickselect on rows ``p[lo:hi]`` by column ``axis``, moving ``perm`` along."""
+    while hi - lo > 1:
+        a, b, c = p[lo, axis], p[(lo + hi - 1) // 2, axis], p[hi - 1, axis]
+        piv = max(min(a, b), min(max(a, b), c))  # median of three
+        i, j = lo, hi - 1
+        while i <= j:  # Hoare partition: stops on equal keys, so duplicates stay O(n log n)
+            while p[i, axis] < piv:
+                i += 1
+            while p[j, axis] > piv:
+                j -= 1
+            if i <= j:
+                for d in range(3):
+                    p[i, d], p[j, d] = p[j, d], p[i, d]
+                perm[i], perm[j] = perm[j], perm[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j + 1
+        elif kth >= i:
+            lo = i
+        else:
+            return
+
+
+@njit(cache=True, boundscheck=False)
+def _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, child):
+    """Split ``node`` at its median on the widest axis into ids ``child``, ``child + 1``.
+
+    Returns False (and marks a leaf) when the node holds at most ``leaf`` points.
+    """
+    lo, hi = lo_[node], hi_[node]
+    if hi - lo <= leaf:
+        left[node] = -1
+        return False
+    x0, y0, z0 = p[lo, 0], p[lo, 1], p[lo, 2]
+    x1, y1, z1 = x0, y0, z0
+    for t in range(lo + 1, hi):
+        x0, x1 = min(x0, p[t, 0]), max(x1, p[t, 0])
+        y0, y1 = min(y0, p[t, 1]), max(y1, p[t, 1])
+        z0, z1 = min(z0, p[t, 2]), max(z1, p[t, 2])
+    axis = 0  # the widest axis, first on ties
+    if y1 - y0 > x1 - x0:
+        axis = 1
+    if z1 - z0 > max(x1 - x0, y1 - y0):
+        axis = 2
+    mid = (lo + hi) // 2
+    _select_rows(p, perm, lo, hi, axis, mid)
+    dim_[node], val_[node] = axis, p[mid, axis]
+    left[node] = child
+    lo_[child], hi_[child], lo_[child + 1], hi_[child + 1] = lo, mid, mid, hi
+    return True
+
+
+@njit(cache=True, boundscheck=False)
+def _grow(p, perm, root, next_id, leaf, lo_, hi_, dim_, val_, left):
+    """Split ``root`` recursively (depth first), taking new ids from ``next_id`` on."""
     stack = np.empty(_STACK, np.int64)
-    lo_[0], hi_[0] = 0, n
-    count, sp = 1, 1
-    stack[0] = 0
+    stack[0] = root
+    sp = 1
     while sp > 0:
         sp -= 1
         node = stack[sp]
-        lo, hi = lo_[node], hi_[node]
-        if hi - lo <= leaf:
-            left[node] = -1
-            continue
-        axis, widest = 0, -1.0
-        for d in range(3):
-            mn, mx = np.inf, -np.inf
-            for t in range(lo, hi):
-                v = pts[perm[t], d]
-                mn = min(mn, v)
-                mx = max(mx, v)
-            if mx - mn > widest:
-                axis, widest = d, mx - mn
-        for t in range(lo, hi):
-            keys[perm[t]] = pts[perm[t], axis]
-        mid = (lo + hi) // 2
-        _select(keys, perm, lo, hi, mid)
-        dim_[node], val_[node] = axis, keys[perm[mid]]
-        left[node] = count
-        lo_[count], hi_[count], lo_[count + 1], hi_[count + 1] = lo, mid, mid, hi
-        stack[sp], stack[sp + 1] = count, count + 1
-        sp += 2
-        count += 2
+        if _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, next_id):
+            stack[sp], stack[sp + 1] = next_id, next_id + 1
+            sp += 2
+            next_id += 2
+    return next_id
+
+
+@njit(cache=True, boundscheck=False)
+def _start(pts, n, perm, lo_, hi_, left):
+    p = pts[:n].copy()  # rows in tree order: every pass over a node reads contiguous memory
     for t in range(n):
-        p = perm[t]
-        tx[t], ty[t], tz[t] = pts[p, 0], pts[p, 1], pts[p, 2]
+        perm[t] = t
+    left[:] = -2  # ids never used (gaps between parallel blocks) stay -2
+    lo_[0], hi_[0] = 0, n
+    return p
+
+
+@njit(cache=True, boundscheck=False)
+def _finish(p, n, tx, ty, tz):
+    for t in range(n):
+        tx[t], ty[t], tz[t] = p[t, 0], p[t, 1], p[t, 2]
+
+
+@njit(cache=True, boundscheck=False)
+def build(pts, n, leaf, perm, lo_, hi_, dim_, val_, left, tx, ty, tz):
+    """Build the tree of ``pts[:n]`` (N, 3) into preallocated arrays; returns ids used."""
+    p = _start(pts, n, perm, lo_, hi_, left)
+    count = _grow(p, perm, 0, 1, leaf, lo_, hi_, dim_, val_, left)
+    _finish(p, n, tx, ty, tz)
     return count
 
 
-@njit(cache=True, boundscheck=False, inline="always")
-def _insert(dk, ik, d, p, k):
-    """Insert ``(d, p)`` into the sorted ``dk``/``ik`` of length k if it beats the k-th."""
-    last = k - 1
-    if d > dk[last] or (d == dk[last] and p > ik[last]):
-        return
-    j = last
-    while j > 0 and (dk[j - 1] > d or (dk[j - 1] == d and ik[j - 1] > p)):
-        dk[j] = dk[j - 1]
-        ik[j] = ik[j - 1]
-        j -= 1
-    dk[j] = d
-    ik[j] = p
+@njit(cache=True, parallel=True, boundscheck=False)
+def build_par(pts, n, leaf, perm, lo_, hi_, dim_, val_, left, tx, ty, tz):
+    """:func:`build` for one big cloud: split breadth first into up to 16 subtrees, then
+    grow those in parallel, each in its own block of ids (blocks may leave gaps)."""
+    p = _start(pts, n, perm, lo_, hi_, left)
+    frontier = np.empty(_FRONTIER, np.int64)
+    frontier[0] = 0
+    count, width = 1, 1
+    while 2 * width <= _FRONTIER:
+        grown = np.empty(_FRONTIER, np.int64)
+        g = 0
+        for i in range(width):
+            if _split(p, perm, frontier[i], leaf, lo_, hi_, dim_, val_, left, count):
+                grown[g], grown[g + 1] = count, count + 1
+                g += 2
+                count += 2
+        if g == 0:
+            break
+        frontier[:g] = grown[:g]
+        width = g
+    first = np.empty(width, np.int64)
+    for i in range(width):
+        first[i] = count
+        count += _tree_ids(hi_[frontier[i]] - lo_[frontier[i]], leaf)
+    for i in prange(width):
+        _grow(p, perm, frontier[i], first[i], leaf, lo_, hi_, dim_, val_, left)
+    _finish(p, n, tx, ty, tz)
+    return count
 
 
 @njit(cache=True, boundscheck=False)
@@ -126,7 +205,18 @@ def _knn_one(qx, qy, qz, tree, k, dk, ik, nstack, bstack):
                 dx = tx[t] - qx
                 dy = ty[t] - qy
                 dz = tz[t] - qz
-                _insert(dk, ik, dx * dx + dy * dy + dz * dz, perm[t], k)
+                d = dx * dx + dy * dy + dz * dz
+                if d <= dk[k - 1]:  # insert (d, p) into the sorted k best; written out
+                    p = perm[t]  # here because a helper call costs 3x in this loop
+                    if d == dk[k - 1] and p > ik[k - 1]:
+                        continue
+                    j = k - 1
+                    while j > 0 and (dk[j - 1] > d or (dk[j - 1] == d and ik[j - 1] > p)):
+                        dk[j] = dk[j - 1]
+                        ik[j] = ik[j - 1]
+                        j -= 1
+                    dk[j] = d
+                    ik[j] = p
             continue
         axis = dim_[node]
         diff = (qx if axis == 0 else (qy if axis == 1 else qz)) - val_[node]
@@ -188,6 +278,16 @@ def _build_cloud(ref, ref_len, leaf, trees, b):
 
 
 @njit(cache=True)
+def _build_cloud_par(ref, ref_len, leaf, trees, b):
+    perm, lo_, hi_, dim_, val_, left, tx, ty, tz = trees
+    build_par(ref[b], ref_len[b], leaf, perm[b], lo_[b], hi_[b], dim_[b], val_[b], left[b],
+              tx[b], ty[b], tz[b])
+
+
+_BIG = 16384  # clouds this large, in batches smaller than 4, build their trees in parallel
+
+
+@njit(cache=True)
 def _cloud_tree(trees, b):
     perm, lo_, hi_, dim_, val_, left, tx, ty, tz = trees
     return (perm[b], lo_[b], hi_[b], dim_[b], val_[b], left[b], tx[b], ty[b], tz[b])
@@ -241,8 +341,12 @@ def query_par(query, query_len, ref, ref_len, leaf, self_query, mode, k, r2, tre
 
     ``trees`` holds preallocated per-cloud arrays (see ``allocate_trees``).
     """
-    for b in prange(ref.shape[0]):
-        _build_cloud(ref, ref_len, leaf, trees, b)
+    if ref.shape[0] < 4 and ref.shape[1] >= _BIG:
+        for b in range(ref.shape[0]):
+            _build_cloud_par(ref, ref_len, leaf, trees, b)
+    else:
+        for b in prange(ref.shape[0]):
+            _build_cloud(ref, ref_len, leaf, trees, b)
     items = _work_items(query_len)
     for i in prange(items.shape[0]):
         _answer_chunk(query, query_len, trees, self_query, mode, k, r2, dist, idx, items[i])

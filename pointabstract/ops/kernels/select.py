@@ -1,7 +1,8 @@
 """Row-wise k-smallest selection over a dense distance matrix (feature-space KNN on CPU).
 
 The caller computes approximate squared distances ``|q|^2 + |r|^2 - 2 q.r`` with one batched
-matrix product (BLAS); per row this kernel quickselects the k smallest, recomputes those k
+matrix product (BLAS); per row this kernel keeps the k smallest (a sampled threshold and a
+branch-free filter first, then a quickselect over the few survivors), recomputes those k
 distances exactly as ``sum_c (q_c - r_c)^2`` and sorts them by ``(distance, index)``. The
 returned distances are therefore exact; only which of two candidates whose distances differ
 by less than the product's rounding (about 1e-6 relative) ends up inside the k can differ
@@ -16,21 +17,64 @@ from numba import njit, prange
 from .kdtree import _select
 
 
+
+@njit(cache=True, boundscheck=False)
+def _candidates(a, n, k, buf):
+    """Indices j (ascending) with ``a[j] <= t`` for a threshold t keeping at least k of them.
+
+    t is estimated from 64 evenly spaced entries (about twice the needed rank), so the
+    filter is one branch-free pass; if it keeps fewer than k entries every index is kept.
+    """
+    thr = np.inf
+    if n >= 128 and n > 4 * k:
+        stride = n // 64
+        rank = min(63, (2 * k * 64) // n + 2)
+        best = np.full(rank, np.inf, a.dtype)  # the rank smallest samples, sorted
+        for s in range(64):
+            v = a[s * stride]
+            if v < best[rank - 1]:
+                j = rank - 1
+                while j > 0 and best[j - 1] > v:
+                    best[j] = best[j - 1]
+                    j -= 1
+                best[j] = v
+        thr = best[rank - 1]
+    count = 0
+    for j in range(n):
+        buf[count] = j
+        count += a[j] <= thr
+    if count < k:
+        for j in range(n):
+            buf[j] = j
+        count = n
+    return count
+
+
+@njit(cache=True, boundscheck=False, fastmath={"reassoc", "contract"})
+def _exact(q, rj):
+    """sum_c (q_c - r_c)^2, reassociated so it vectorises (C > 3 has no reference order)."""
+    d = q[0] * 0  # zero in the input dtype
+    for c in range(q.shape[0]):
+        t = q[c] - rj[c]
+        d += t * t
+    return d
+
+
 @njit(cache=True, boundscheck=False)
 def _row(approx, q, r, n, k, dist, idx, buf):
     """k nearest of one query row: ``approx`` (N,), ``q`` (C,), ``r`` (N, C)."""
+    count = _candidates(approx, n, k, buf)
     kk = min(k, n)
-    for j in range(n):
-        buf[j] = j
-    if kk < n:
-        _select(approx, buf, 0, n, kk - 1)
-    c_dim = q.shape[0]
-    for s in range(kk):  # exact distances, then insertion sort by (distance, index)
-        j = buf[s]
-        d = (q[0] - r[j, 0]) * (q[0] - r[j, 0])
-        for c in range(1, c_dim):
-            t = q[c] - r[j, c]
-            d += t * t
+    if kk < count:  # the kk smallest candidates (unordered) into buf[:kk]
+        _select(approx, buf, 0, count, kk - 1)
+    for s in range(kk):
+        idx[s] = buf[s]
+    for s in range(kk, k):
+        dist[s] = np.inf
+        idx[s] = -1
+    for s in range(kk):  # exact distances, sorted by (distance, index)
+        j = idx[s]
+        d = _exact(q, r[j])
         p = s
         while p > 0 and (dist[p - 1] > d or (dist[p - 1] == d and idx[p - 1] > j)):
             dist[p] = dist[p - 1]
@@ -38,9 +82,6 @@ def _row(approx, q, r, n, k, dist, idx, buf):
             p -= 1
         dist[p] = d
         idx[p] = j
-    for s in range(kk, k):
-        dist[s] = np.inf
-        idx[s] = -1
 
 
 @njit(cache=True)

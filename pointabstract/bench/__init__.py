@@ -1,0 +1,1 @@
+"""Benchmarks printed as tables (the ``pointabstract bench ...`` commands)."""

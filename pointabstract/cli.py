@@ -1,0 +1,65 @@
+"""The ``pointabstract`` command line: parse, build, run (logic lives in the library)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEFAULT_REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+
+
+def _bench_ops(args: argparse.Namespace) -> int:
+    import torch
+
+    from .bench import ops as bench
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    realdata = args.realdata if args.realdata.is_dir() else None
+    print(f"# ops benchmark ({bench.environment()})", flush=True)
+    rows = bench.run(quick=args.quick, repeats=args.repeats, realdata=realdata,
+                     progress=lambda s: print(s, flush=True))
+    table = bench.format_table(rows)
+    worst = bench.slowest_peer_ratio(rows)
+    summary = ("no peer was faster on any workload" if worst is not None and worst >= 1.0
+               else f"a peer was faster somewhere (lowest peer / ours ratio {worst:.2f})"
+               if worst is not None else "no peer importable")
+    print("\n" + table + "\n\n" + summary)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        command = "pointabstract bench ops" + (" --quick" if args.quick else "")
+        args.out.write_text(f"# Ops benchmark\n\n`{command}` on {bench.environment()}; medians of "
+                            f"{args.repeats} runs after a warm-up, in milliseconds.\n\n"
+                            f"{table}\n\n{summary}\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pointabstract",
+        description="Point-cloud abstractions: datasets, training, evaluation, viewer, benchmarks.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    bench = sub.add_parser("bench", help="benchmarks printed as tables")
+    bench_sub = bench.add_subparsers(dest="what", required=True, metavar="WHAT")
+    ops = bench_sub.add_parser("ops", help="FPS / KNN / Chamfer against every importable peer")
+    ops.add_argument("--quick", action="store_true",
+                     help="fewer workloads (no 100k-point clouds) for a short run")
+    ops.add_argument("--repeats", type=int, default=5, help="timed runs per entry (median)")
+    ops.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
+    ops.add_argument("--realdata", type=Path, default=DEFAULT_REALDATA,
+                     help="folder with scenes/*_xyzrgb.npy for the real-scene rows")
+    ops.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    ops.set_defaults(func=_bench_ops)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
