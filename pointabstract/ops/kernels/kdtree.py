@@ -37,30 +37,6 @@ def max_nodes(n, leaf):
 
 
 @njit(cache=True, boundscheck=False)
-def _select(keys, idx, lo, hi, kth):
-    """Quickselect: reorder ``idx[lo:hi]`` so ``keys[idx[kth]]`` is in sorted position."""
-    while hi - lo > 1:
-        a, b, c = keys[idx[lo]], keys[idx[(lo + hi - 1) // 2]], keys[idx[hi - 1]]
-        p = max(min(a, b), min(max(a, b), c))  # median of three
-        i, j = lo, hi - 1
-        while i <= j:  # Hoare partition: stops on equal keys, so duplicates stay O(n log n)
-            while keys[idx[i]] < p:
-                i += 1
-            while keys[idx[j]] > p:
-                j -= 1
-            if i <= j:
-                idx[i], idx[j] = idx[j], idx[i]
-                i += 1
-                j -= 1
-        if kth <= j:
-            hi = j + 1
-        elif kth >= i:
-            lo = i
-        else:
-            return
-
-
-@njit(cache=True, boundscheck=False)
 def _select_rows(p, perm, lo, hi, axis, kth):
     """Quickselect on rows ``p[lo:hi]`` by column ``axis``, moving ``perm`` along."""
     while hi - lo > 1:

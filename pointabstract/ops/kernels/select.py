@@ -14,40 +14,69 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .kdtree import _select
 
+@njit(cache=True, boundscheck=False)
+def _filter(a, n, thr, buf):
+    """Indices j (ascending) with ``a[j] <= thr`` into ``buf``, branch-free; returns count."""
+    count = 0
+    for j in range(n):
+        buf[count] = j
+        count += a[j] <= thr
+    return count
 
 
 @njit(cache=True, boundscheck=False)
 def _candidates(a, n, k, buf):
     """Indices j (ascending) with ``a[j] <= t`` for a threshold t keeping at least k of them.
 
-    t is estimated from 64 evenly spaced entries (about twice the needed rank), so the
-    filter is one branch-free pass; if it keeps fewer than k entries every index is kept.
+    t comes from 64 evenly spaced samples: first the rank expected to keep about 1.25 k
+    entries, then (if that kept fewer than k) about 2.5 k, then everything.
     """
-    thr = np.inf
-    if n >= 128 and n > 4 * k:
-        stride = n // 64
-        rank = min(63, (2 * k * 64) // n + 2)
-        best = np.full(rank, np.inf, a.dtype)  # the rank smallest samples, sorted
-        for s in range(64):
-            v = a[s * stride]
-            if v < best[rank - 1]:
-                j = rank - 1
-                while j > 0 and best[j - 1] > v:
-                    best[j] = best[j - 1]
-                    j -= 1
-                best[j] = v
-        thr = best[rank - 1]
-    count = 0
-    for j in range(n):
-        buf[count] = j
-        count += a[j] <= thr
+    if n < 128 or n <= 4 * k:
+        return _filter(a, n, np.inf, buf)
+    stride = n // 64
+    r1 = min(63, (5 * k * 64) // (4 * n) + 2)
+    r2 = min(63, (5 * k * 64) // (2 * n) + 2)
+    best = np.full(r2, np.inf, a.dtype)  # the r2 smallest samples, sorted
+    for s in range(64):
+        v = a[s * stride]
+        if v < best[r2 - 1]:
+            j = r2 - 1
+            while j > 0 and best[j - 1] > v:
+                best[j] = best[j - 1]
+                j -= 1
+            best[j] = v
+    count = _filter(a, n, best[r1 - 1], buf)
     if count < k:
-        for j in range(n):
-            buf[j] = j
-        count = n
+        count = _filter(a, n, best[r2 - 1], buf)
+    if count < k:
+        count = _filter(a, n, np.inf, buf)
     return count
+
+
+@njit(cache=True, boundscheck=False)
+def _select_pairs(v, idx, lo, hi, kth):
+    """Quickselect on values ``v[lo:hi]`` moving ``idx`` along (direct, not indirect, keys)."""
+    while hi - lo > 1:
+        a, b, c = v[lo], v[(lo + hi - 1) // 2], v[hi - 1]
+        p = max(min(a, b), min(max(a, b), c))
+        i, j = lo, hi - 1
+        while i <= j:
+            while v[i] < p:
+                i += 1
+            while v[j] > p:
+                j -= 1
+            if i <= j:
+                v[i], v[j] = v[j], v[i]
+                idx[i], idx[j] = idx[j], idx[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j + 1
+        elif kth >= i:
+            lo = i
+        else:
+            return
 
 
 @njit(cache=True, boundscheck=False, fastmath={"reassoc", "contract"})
@@ -66,7 +95,10 @@ def _row(approx, q, r, n, k, dist, idx, buf):
     count = _candidates(approx, n, k, buf)
     kk = min(k, n)
     if kk < count:  # the kk smallest candidates (unordered) into buf[:kk]
-        _select(approx, buf, 0, count, kk - 1)
+        vals = np.empty(count, approx.dtype)
+        for s in range(count):
+            vals[s] = approx[buf[s]]
+        _select_pairs(vals, buf, 0, count, kk - 1)
     for s in range(kk):
         idx[s] = buf[s]
     for s in range(kk, k):
