@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 from hypothesis import HealthCheck, settings
 
 # Compiled kernels make the first call slow: no per-example deadline.

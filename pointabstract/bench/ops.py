@@ -80,7 +80,8 @@ def workloads(realdata: Path | None = None) -> list[Workload]:
     scene = _scannet(realdata)
     if scene is not None:
         n = scene.shape[1]
-        out.append(Workload("fps", f"ScanNet scene N={n} -> 4096", _bind(ops.farthest_point_sample, scene, 4096),
+        out.append(Workload("fps", f"ScanNet scene N={n} -> 4096",
+                            _bind(ops.farthest_point_sample, scene, 4096),
                             {k: _bind(f, scene, 4096) for k, f in peers.available(peers.FPS).items()}, True))
         out.append(Workload("knn", f"ScanNet scene N={n} K=16", _bind(ops.knn, scene, scene, 16),
                             {p: _bind(f, scene, scene, 16) for p, f in peers.available(peers.KNN).items()},
@@ -128,13 +129,13 @@ def run(*, quick: bool = False, repeats: int = 5, slow_s: float = 20.0,
         if quick and w.big:
             continue
         ours, _ = time_call(w.ours, repeats, slow_s)
-        progress(f"{w.op:16s} {w.label:28s} ours {ours:9.1f} ms")
+        progress(f"{w.op:16s} {w.label:30s} ours {_ms(ours):>9s} ms")
         for name, fn in w.peers.items():
             if quick and name in ("open3d KDTreeFlann",):
                 continue  # a Python loop per query: minutes on the big rows, seconds otherwise
             ms, note = time_call(fn, repeats, slow_s)
             rows.append(Row(w.op, w.label, ours, name, ms, note))
-            progress(f"{'':16s} {'':28s} {name:19s} {ms:9.1f} ms  ratio {ms / ours:6.2f}")
+            progress(f"{'':16s} {'':30s} {name:26s} {_ms(ms):>9s} ms  ratio {ms / ours:6.2f}")
         if not w.peers:
             rows.append(Row(w.op, w.label, ours, "(no peer importable)", None))
     return rows
@@ -147,14 +148,18 @@ def environment() -> str:
             f"python {platform.python_version()}, torch {torch.__version__}, numba {numba.__version__}")
 
 
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}" if value >= 1 else f"{value:.3f}"
+
+
 def format_table(rows: list[Row]) -> str:
     """Markdown table: op | workload | ours | peer | peer time | peer / ours."""
     lines = ["| op | workload | ours (ms) | peer | peer (ms) | peer / ours |",
              "|---|---|---:|---|---:|---:|"]
     for r in rows:
-        peer_ms = "n/a" if r.peer_ms is None else f"{r.peer_ms:.1f} {r.note}".strip()
+        peer_ms = "n/a" if r.peer_ms is None else f"{_ms(r.peer_ms)} {r.note}".strip()
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}"
-        lines.append(f"| {r.op} | {r.workload} | {r.ours_ms:.1f} | {r.peer} | {peer_ms} | {ratio} |")
+        lines.append(f"| {r.op} | {r.workload} | {_ms(r.ours_ms)} | {r.peer} | {peer_ms} | {ratio} |")
     return "\n".join(lines)
 
 

@@ -50,7 +50,7 @@ _AUTO: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def is_available(name: str) -> bool:
     """True when the backend's library imports in this process."""
     if name == "numba":

@@ -1,0 +1,55 @@
+# The README's two commands: `make demo` and `make test`. Each does the whole set-up on a
+# fresh machine (a .venv, the CPU build of torch first, the package with its extras, the
+# Debian libraries Open3D needs when running as root) and skips it when it is already done.
+
+PYTHON ?= python3
+TORCH ?= torch==2.13.0
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# one stamp per torch spec: `make test TORCH=torch==2.9.1` re-runs the set-up
+STAMP := $(VENV)/.setup-$(shell printf '%s' '$(TORCH)' | md5sum | cut -c1-8)
+APT_PACKAGES := libusb-1.0-0 libgl1 libgomp1 mesa-vulkan-drivers xvfb
+
+.PHONY: setup system-deps demo test test-all lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@$(MAKE) --no-print-directory system-deps
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[all,dev]"
+	@rm -f $(VENV)/.setup-*
+	@touch $@
+
+system-deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages for Open3D: $$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }; \
+	  else \
+	    echo "note: Debian packages missing ($$missing): Open3D may not import; install them as root"; \
+	  fi; \
+	fi
+
+demo: setup
+	$(PY) -m pointabstract.cli bench ops --quick --out runs/demo/ops_benchmark.md
+
+test: setup
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(PY) -m ruff check pointabstract tests tools
+
+bench: setup
+	$(PY) tools/benchmark_ops.py --out runs/bench/ops_benchmark.md
+
+clean:
+	rm -rf runs .pytest_cache .hypothesis
+	find . -name __pycache__ -prune -exec rm -rf {} +
