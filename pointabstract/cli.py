@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="folder with scenes/*_xyzrgb.npy for the real-scene rows")
     ops.add_argument("--out", type=Path, help="also write the table to this markdown file")
     ops.set_defaults(func=_bench_ops)
+
+    from .data.cli import add_parser as add_data_parser
+
+    add_data_parser(sub)
     return parser
 
 

@@ -12,7 +12,8 @@ __all__ = ["farthest_point_sample", "farthest_point_sample_naive"]
 
 
 def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | None = None,
-                          start: str = "first", generator: torch.Generator | None = None,
+                          start: str | torch.Tensor = "first",
+                          generator: torch.Generator | None = None,
                           backend: str = "auto") -> torch.Tensor:
     """Pick ``m`` points per cloud, each the farthest from those already picked.
 
@@ -28,7 +29,9 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
         lengths: (B,) int64 number of valid points per cloud (the first ``lengths[b]``);
             ``None`` means all N. Slots ``m >= lengths[b]`` are -1.
         start: ``"first"`` starts every cloud at index 0, ``"random"`` at an index drawn
-            uniformly from its valid points with ``generator``.
+            uniformly from its valid points with ``generator``, or a (B,) int64 tensor of
+            start indices (e.g. a permutation-independent choice such as the point farthest
+            from the centroid).
         generator: torch.Generator used by ``start="random"``.
         backend: ``"auto"``, ``"numba"``, ``"fpsample"``, ``"torch_cluster"`` or ``"torch"``.
             On CPU the numba kernel prunes with a KD-tree on clouds of 1536+ points (only the
@@ -43,8 +46,14 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
     batch, n, channels = pos.shape
     m = V.check_count("m", m, n)
     lengths = V.check_lengths("lengths", lengths, batch, n, pos.device)
-    V.check_choice("start", start, ("first", "random"))
-    starts = _start_indices(lengths, start, generator)
+    if isinstance(start, torch.Tensor):
+        V.check_index("start", start.view(-1, 1), batch, n, pos.device, allow_invalid=False)
+        if bool((start >= lengths).any()):
+            raise ValueError("start indices must be below lengths")
+        starts = start.view(-1)
+    else:
+        V.check_choice("start", start, ("first", "random"))
+        starts = _start_indices(lengths, start, generator)
     name = resolve("farthest_point_sample", backend, pos.device, channels=channels)
     return _BACKENDS[name](pos.detach(), m, lengths, starts)
 

@@ -49,10 +49,12 @@ class KMeansResult(tuple):
 
 
 def kmeans_sample(x: torch.Tensor, m: int, *, iters: int = 3, lengths: torch.Tensor | None = None,
-                  generator: torch.Generator | None = None, backend: str = "auto") -> KMeansResult:
+                  start: str | torch.Tensor | None = None, generator: torch.Generator | None = None,
+                  backend: str = "auto") -> KMeansResult:
     """Lloyd's k-means with farthest-point initialisation, in any space (xyz or features).
 
-    Start from ``m`` FPS picks (``start="random"`` when a generator is given, else index 0),
+    Start from ``m`` FPS picks (from ``start``; by default ``"random"`` when a generator is
+    given, else index 0),
     then ``iters`` rounds of: assign every point to its nearest centroid, move every centroid
     to the mean of its points (a centroid that lost all its points stays where it was).
     Differentiable with respect to ``x`` through the means (assignments are constants).
@@ -62,6 +64,7 @@ def kmeans_sample(x: torch.Tensor, m: int, *, iters: int = 3, lengths: torch.Ten
         m: clusters per cloud, 1 <= m <= N.
         iters: Lloyd iterations T >= 0 (0 returns the FPS picks themselves).
         lengths: (B,) int64 valid points per cloud; requires ``m <= lengths[b]``.
+        start: FPS start (see ``farthest_point_sample``): ``"first"``, ``"random"`` or (B,) indices.
         generator: torch.Generator for the random FPS start.
         backend: backend of the FPS and nearest-centroid searches.
 
@@ -78,7 +81,8 @@ def kmeans_sample(x: torch.Tensor, m: int, *, iters: int = 3, lengths: torch.Ten
     if int(lengths.min()) < m:
         raise ValueError(f"m must be at most every cloud's length, got m = {m} and "
                          f"lengths down to {int(lengths.min())}")
-    start = "random" if generator is not None else "first"
+    if start is None:
+        start = "random" if generator is not None else "first"
     seeds = farthest_point_sample(x.detach(), m, lengths=lengths, start=start,
                                   generator=generator, backend=backend)
     centroids = gather_points(x, seeds)

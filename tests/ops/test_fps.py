@@ -185,3 +185,14 @@ def test_real_scannet_scene_matches_reference(realdata):
     xyz = torch.from_numpy(np.load(files[0])[:, :3].copy()).float()[None]  # (1, 81k, 3)
     assert xyz.shape[1] > 80000
     assert torch.equal(farthest_point_sample(xyz, 256), farthest_point_sample_naive(xyz, 256))
+
+
+def test_explicit_start_indices():
+    pos = cloud(3, 60, seed=6)
+    starts = torch.tensor([5, 0, 59])
+    got = farthest_point_sample(pos, 10, start=starts)
+    assert torch.equal(got, farthest_point_sample_naive(pos, 10, starts=starts))
+    with pytest.raises(ValueError, match=r"start values must lie in \[0, 59\]"):
+        farthest_point_sample(pos, 10, start=torch.tensor([5, 0, 60]))
+    with pytest.raises(ValueError, match="start indices must be below lengths"):
+        farthest_point_sample(pos, 10, start=starts, lengths=torch.tensor([60, 60, 30]))

@@ -1,0 +1,137 @@
+"""Centroid Transformer for shape classification (Wu, Liu, Liu 2021, Sec. 3.2, Fig. 3).
+
+Block order (the paper gives widths 64-128-128-512 alternating the two kinds; we start with
+self-attention so every centroid block sees context first):
+
+    xyz -> point embedding (MLP)                                   (B, N, 64)
+    SA 64   self-attention, each point's K = 40 nearest in xyz    (B, N, 64)
+    CA 128  centroid attention N -> N/2, FPS init, KNN in features (B, N/2, 128)
+    SA 128  self-attention on the centroids                        (B, N/2, 128)
+    CA 512  centroid attention N/2 -> N/8                          (B, N/8, 512)
+    every block's features upsampled to the N input points (nearest neighbour in xyz),
+    concatenated -> linear -> max-pool and average-pool, concatenated -> 3-layer MLP -> logits
+
+All activations are LeakyReLU(0.2). The downsampling ablations of the paper's Table 3 are the
+same network with another centroid initialisation and T = 0 (no attention update).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..nn import MLP, CentroidAttention, FeedForward, MultiHeadSelfAttention
+from ..ops import nearest_upsample
+
+__all__ = ["CentroidTransformer", "CentroidTransformerConfig", "SABlock", "CABlock"]
+
+
+@dataclass
+class CentroidTransformerConfig:
+    num_classes: int = 40  # output classes
+    in_channels: int = 0  # extra per-point input features (3 for normals)
+    widths: tuple[int, ...] = (64, 128, 128, 512)  # SA, CA, SA, CA block widths
+    heads: int = 4  # attention heads in every block
+    k: int | None = 40  # KNN mask size of every block (None: full attention)
+    ratios: tuple[float, ...] = (0.5, 0.25)  # the CA blocks: N -> N/2 -> N/8
+    downsample: bool = True  # False: every block is self-attention (the SA baseline)
+    init: str = "fps"  # centroid initialisation: fps, random, kmeans, mean_pool
+    iters: int = 1  # T: centroid-attention update steps (0: initialisation only)
+    normalize: str = "centroids"  # "centroids" (paper eq. 4) or "inputs" (softmax per centroid)
+    knn_space: str = "feature"  # neighbourhoods of the centroid blocks
+    sa_knn_space: str = "xyz"  # neighbourhoods of the self-attention blocks
+    fuse_dim: int = 1024  # channels after the fusion layer
+    head_dims: tuple[int, ...] = (512, 256)  # hidden sizes of the classification MLP
+    dropout: float = 0.5  # dropout in the classification MLP
+
+
+class SABlock(nn.Module):
+    """Pre-norm transformer block: optional width change, ``x + SA(LN(x))``, then the MLP."""
+
+    def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str):
+        super().__init__()
+        self.proj = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
+        self.norm = nn.LayerNorm(dim)
+        self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
+        self.mlp = FeedForward(dim)
+
+    def forward(self, x, pos):
+        """x: (B, N, C_in), pos: (B, N, 3) -> (B, N, C), pos, {"idx": (B, N, K) or None}."""
+        x = self.proj(x)
+        out, info = self.attn(self.norm(x), pos, return_attention=True)
+        return self.mlp(x + out), pos, {"idx": info["idx"]}
+
+
+class CABlock(nn.Module):
+    """Centroid attention as a block: (x, pos) -> (u, pos_u, details)."""
+
+    def __init__(self, dim_in: int, dim: int, **kwargs):
+        super().__init__()
+        self.attn = CentroidAttention(dim_in, dim, **kwargs)
+
+    def forward(self, x, pos):
+        u, pos_u, details = self.attn(x, pos, return_details=True)
+        return u, pos_u, {"idx": details["idx"], "init_idx": details["init_idx"]}
+
+
+class CentroidTransformer(nn.Module):
+    """Shape classifier; also the self-attention baseline (``downsample=False``)."""
+
+    def __init__(self, cfg: CentroidTransformerConfig):
+        super().__init__()
+        if len(cfg.widths) != 4 or len(cfg.ratios) != 2:
+            raise ValueError(f"widths must list 4 block widths and ratios 2 ratios, "
+                             f"got {cfg.widths} and {cfg.ratios}")
+        self.cfg = cfg
+        w = cfg.widths
+        self.embed = MLP([3 + cfg.in_channels, w[0], w[0]])
+        blocks, dim_in = [], w[0]
+        for i, width in enumerate(w):
+            if i % 2 == 1 and cfg.downsample:
+                blocks.append(CABlock(dim_in, width, heads=cfg.heads, ratio=cfg.ratios[i // 2],
+                                      init=cfg.init, iters=cfg.iters, k=cfg.k,
+                                      knn_space=cfg.knn_space, normalize=cfg.normalize))
+            else:
+                blocks.append(SABlock(dim_in, width, heads=cfg.heads, k=cfg.k,
+                                      knn_space=cfg.sa_knn_space))
+            dim_in = width
+        self.blocks = nn.ModuleList(blocks)
+        self.fuse = nn.Sequential(nn.Linear(sum(w), cfg.fuse_dim), nn.LeakyReLU(0.2))
+        self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm="layer",
+                        dropout=cfg.dropout)
+
+    def forward(self, pos: torch.Tensor, *, features: torch.Tensor | None = None,
+                return_features: bool = False) -> dict:
+        """Classify clouds.
+
+        Args:
+            pos: (B, N, 3) point coordinates.
+            features: (B, N, in_channels) extra per-point inputs (e.g. normals), if configured.
+            return_features: also return every block's output for the viewer.
+
+        Returns:
+            ``{"logits": (B, classes)}``; with ``return_features`` also ``"blocks"``: one dict
+            per block with ``features`` (B, M, C), ``pos`` (B, M, 3), ``idx`` (B, M, K)
+            neighbour indices used by its attention (None for full attention) and, for
+            centroid blocks, ``init_idx`` (B, M) the inputs its centroids started from.
+        """
+        if self.cfg.in_channels:
+            if features is None or features.shape[-1] != self.cfg.in_channels:
+                raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got "
+                                 f"{None if features is None else tuple(features.shape)}")
+            x = self.embed(torch.cat([pos, features], -1))
+        else:
+            x = self.embed(pos)
+        blocks, cur = [], pos
+        for block in self.blocks:
+            x, cur, info = block(x, cur)
+            blocks.append({"features": x, "pos": cur, **info})
+        fused = torch.cat([b["features"] if b["pos"] is pos else
+                           nearest_upsample(b["features"], b["pos"], pos) for b in blocks], -1)
+        f = self.fuse(fused)  # (B, N, fuse_dim)
+        out = {"logits": self.head(torch.cat([f.max(1).values, f.mean(1)], -1))}
+        if return_features:
+            out["blocks"] = blocks
+        return out

@@ -1,0 +1,8 @@
+"""Building blocks: MLPs, (KNN-restricted) self-attention, centroid attention."""
+
+from .attention import MultiHeadSelfAttention, attend
+from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
+from .mlp import MLP, FeedForward
+
+__all__ = ["INITS", "MLP", "CentroidAttention", "FeedForward", "MultiHeadSelfAttention", "attend",
+           "farthest_from_centroid"]

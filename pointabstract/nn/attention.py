@@ -1,0 +1,107 @@
+"""Multi-head attention over all points or over each point's K nearest neighbours."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..ops import gather_points, knn
+
+__all__ = ["MultiHeadSelfAttention", "attend"]
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, idx: torch.Tensor | None = None,
+           *, normalize: str = "inputs") -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention of M queries over N inputs, optionally over neighbours only.
+
+    Args:
+        q: (B, M, H, D) queries.
+        k, v: (B, N, H, D) keys and values.
+        idx: (B, M, K) int64 inputs each query may attend to (``knn`` output), or ``None`` for
+            all N. With idx the cost is O(B M K H D) and no (B, M, N) matrix is formed.
+        normalize: ``"inputs"``: softmax over each query's inputs (transformer attention);
+            ``"centroids"``: each input's weights are normalised over the queries it is connected
+            to (the soft k-means gradient of Centroid Transformers, eq. 4).
+
+    Returns:
+        out: (B, M, H, D) weighted sums of values.
+        weights: (B, M, K, H) attention weights (K = N without idx).
+    """
+    batch, m, heads, dim = q.shape
+    scale = 1.0 / math.sqrt(dim)
+    if idx is None:
+        logits = torch.einsum("bmhd,bnhd->bmnh", q, k) * scale  # (B, M, N, H)
+        weights = logits.softmax(dim=2 if normalize == "inputs" else 1)
+        return torch.einsum("bmnh,bnhd->bmhd", weights, v), weights
+    n = k.shape[1]
+    k_nb = gather_points(k.reshape(batch, n, heads * dim), idx).view(batch, m, -1, heads, dim)
+    v_nb = gather_points(v.reshape(batch, n, heads * dim), idx).view(batch, m, -1, heads, dim)
+    logits = torch.einsum("bmhd,bmkhd->bmkh", q, k_nb) * scale  # (B, M, K, H)
+    if normalize == "inputs":
+        weights = logits.softmax(dim=2)
+    else:
+        weights = _softmax_per_input(logits, idx, n)
+    return torch.einsum("bmkh,bmkhd->bmhd", weights, v_nb), weights
+
+
+def _softmax_per_input(logits: torch.Tensor, idx: torch.Tensor, n: int) -> torch.Tensor:
+    """Softmax of (B, M, K, H) logits over the entries that share the same input idx[b, m, k]."""
+    batch, m, kk, heads = logits.shape
+    index = idx.reshape(batch, m * kk, 1).expand(-1, -1, heads)  # (B, M K, H)
+    flat = logits.reshape(batch, m * kk, heads)
+    peak = flat.new_full((batch, n, heads), -torch.inf).scatter_reduce(
+        1, index, flat.detach(), "amax", include_self=True)  # per-input max, for stability
+    e = (flat - peak.gather(1, index)).exp()
+    total = e.new_zeros(batch, n, heads).scatter_add(1, index, e)
+    return (e / total.gather(1, index)).view(batch, m, kk, heads)
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention, full or restricted to each point's k nearest neighbours.
+
+    Returns the attention output only (callers add the residual and norms).
+
+    Args:
+        dim: channels C (divisible by ``heads``).
+        heads: attention heads H.
+        k: neighbours per point, or ``None`` for full O(N^2) attention; with k set the cost is
+            O(B N K C) and no (B, N, N) matrix is ever formed (k is capped at N).
+        knn_space: ``"feature"`` (neighbours by distance between the inputs' features) or
+            ``"xyz"`` (by distance between positions; then ``pos`` is required).
+    """
+
+    def __init__(self, dim: int, *, heads: int = 4, k: int | None = None, knn_space: str = "xyz"):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
+        if k is not None and k <= 0:
+            raise ValueError(f"k must be positive or None, got {k}")
+        if knn_space not in ("feature", "xyz"):
+            raise ValueError(f"knn_space must be 'feature' or 'xyz', got {knn_space!r}")
+        self.heads, self.k, self.knn_space = heads, k, knn_space
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def neighbours(self, x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor | None:
+        """(B, N, K) neighbour indices of every point, or None for full attention."""
+        if self.k is None:
+            return None
+        space = x if self.knn_space == "feature" else pos
+        if space is None:
+            raise ValueError("pos is required when knn_space='xyz'")
+        space = space.detach()
+        return knn(space, space, min(self.k, x.shape[1]))[1]
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None, *,
+                return_attention: bool = False):
+        """x: (B, N, C), pos: (B, N, 3) -> (B, N, C) [, {"idx": (B,N,K), "weights": (B,N,K,H)}]."""
+        batch, n, channels = x.shape
+        q, k, v = self.qkv(x).view(batch, n, 3, self.heads, -1).unbind(2)  # each (B, N, H, D)
+        idx = self.neighbours(x, pos)
+        out, weights = attend(q, k, v, idx)
+        out = self.out(out.reshape(batch, n, channels))
+        if return_attention:
+            return out, {"idx": idx, "weights": weights}
+        return out

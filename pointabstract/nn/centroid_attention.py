@@ -1,0 +1,147 @@
+"""Centroid attention (Wu, Liu, Liu 2021): summarise N inputs into M centroids.
+
+``u^0 = I(x)`` (an initialisation), then T steps of
+``u_j <- u_j + eps * O( sum_{i in kNN(j)} sim(Q u_j, K x_i) V x_i )`` with ``eps = 1/T``, then a
+residual MLP. ``sim`` is either normalised over the centroids each input is connected to (the
+soft k-means gradient of the paper's eq. 4, ``normalize="centroids"``) or over each centroid's
+inputs (transformer softmax, ``normalize="inputs"``). With M = N, ``u^0 = x`` and T = 1 the
+update is exactly self-attention plus a skip connection.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..ops import farthest_point_sample, gather_points, kmeans_sample, knn, random_sample
+from .attention import attend
+from .mlp import FeedForward
+
+__all__ = ["INITS", "CentroidAttention", "farthest_from_centroid"]
+
+INITS = ("fps", "random", "kmeans", "mean_pool", "linear")
+
+
+def farthest_from_centroid(pos: torch.Tensor) -> torch.Tensor:
+    """(B,) index of the point farthest from each cloud's centroid: an FPS start that does
+    not depend on the order of the points."""
+    return ((pos - pos.mean(1, keepdim=True)) ** 2).sum(-1).argmax(1)
+
+
+class CentroidAttention(nn.Module):
+    """Map (x (B, N, C), pos (B, N, 3)) to M centroids (u (B, M, C'), pos_u (B, M, 3)).
+
+    Args:
+        dim_in: input channels C.
+        dim_out: output channels C' (inputs are projected to C' by a linear layer when C' != C).
+        heads: attention heads H (dividing C').
+        num_centroids: M, or
+        ratio: M = round(N * ratio) (one of the two).
+        init: ``"fps"`` (farthest point sampling on positions), ``"random"`` (uniform subset),
+            ``"kmeans"`` (Lloyd in feature space, ``kmeans_iters`` rounds, FPS seeds),
+            ``"mean_pool"`` (FPS centres, mean of their k nearest inputs in xyz), or
+            ``"linear"`` (learned soft assignment of the N inputs, needs ``num_inputs``).
+        iters: T >= 0 update steps (T = 0: the initialisation plus the MLP only).
+        k: inputs each centroid attends to (its k nearest), or None for all N (dense).
+        knn_space: ``"feature"`` (distance between centroid and input features) or ``"xyz"``.
+        normalize: ``"centroids"`` (paper eq. 4) or ``"inputs"`` (transformer softmax).
+        num_inputs: N, required by ``init="linear"``.
+        kmeans_iters: Lloyd rounds of ``init="kmeans"``.
+    """
+
+    def __init__(self, dim_in: int, dim_out: int, *, heads: int = 4, num_centroids: int | None = None,
+                 ratio: float | None = None, init: str = "fps", iters: int = 1, k: int | None = 40,
+                 knn_space: str = "feature", normalize: str = "centroids",
+                 num_inputs: int | None = None, kmeans_iters: int = 3):
+        super().__init__()
+        if (num_centroids is None) == (ratio is None):
+            raise ValueError("give exactly one of num_centroids and ratio, "
+                             f"got num_centroids={num_centroids}, ratio={ratio}")
+        if ratio is not None and not 0 < ratio <= 1:
+            raise ValueError(f"ratio must lie in (0, 1], got {ratio}")
+        for name, value, allowed in [("init", init, INITS), ("knn_space", knn_space, ("feature", "xyz")),
+                                     ("normalize", normalize, ("centroids", "inputs"))]:
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+        if dim_out % heads:
+            raise ValueError(f"dim_out must be divisible by heads, got {dim_out} and {heads}")
+        if iters < 0:
+            raise ValueError(f"iters must be >= 0, got {iters}")
+        if init == "linear" and (num_inputs is None or num_centroids is None and ratio is None):
+            raise ValueError("init='linear' needs num_inputs (the fixed number of inputs N)")
+        self.num_centroids, self.ratio, self.init = num_centroids, ratio, init
+        self.iters, self.k, self.knn_space, self.normalize = iters, k, knn_space, normalize
+        self.heads, self.kmeans_iters = heads, kmeans_iters
+        self.proj_in = nn.Linear(dim_in, dim_out) if dim_in != dim_out else nn.Identity()
+        if iters:  # T = 0 has no attention step, hence no attention weights
+            self.norm_u, self.norm_x = nn.LayerNorm(dim_out), nn.LayerNorm(dim_out)
+            self.q = nn.Linear(dim_out, dim_out)
+            self.kv = nn.Linear(dim_out, 2 * dim_out)
+            self.out = nn.Linear(dim_out, dim_out)
+        self.mlp = FeedForward(dim_out)
+        if init == "linear":
+            m = num_centroids if num_centroids is not None else max(1, round(num_inputs * ratio))
+            self.assign = nn.Parameter(torch.randn(m, num_inputs) * 0.01)
+
+    def centroid_count(self, n: int) -> int:
+        """M for an input of N points."""
+        m = self.num_centroids if self.num_centroids is not None else max(1, round(n * self.ratio))
+        if m > n:
+            raise ValueError(f"num_centroids = {m} exceeds the number of inputs N = {n}")
+        return m
+
+    def initialise(self, x: torch.Tensor, pos: torch.Tensor, m: int):
+        """u^0 (B, M, C'), pos_u (B, M, 3) and the chosen input indices (B, M) (None if none)."""
+        if self.init in ("fps", "mean_pool"):
+            idx = farthest_point_sample(pos.detach(), m, start=farthest_from_centroid(pos.detach()))
+            pos_u = gather_points(pos, idx)
+            if self.init == "fps":
+                return gather_points(x, idx), pos_u, idx
+            _, nbr = knn(pos_u.detach(), pos.detach(), min(self.k or 16, x.shape[1]))
+            return gather_points(x, nbr).mean(2), pos_u, idx
+        if self.init == "random":
+            idx = random_sample(pos, m)
+            return gather_points(x, idx), gather_points(pos, idx), idx
+        if self.init == "kmeans":
+            u, assign = kmeans_sample(x, m, iters=self.kmeans_iters,
+                                      start=farthest_from_centroid(x.detach()))
+            index = assign.unsqueeze(-1).expand(-1, -1, 3)
+            total = pos.new_zeros(x.shape[0], m, 3).scatter_add(1, index, pos)  # (B, M, 3)
+            count = pos.new_zeros(x.shape[0], m, 1).scatter_add(1, index[..., :1], torch.ones_like(pos[..., :1]))
+            return u, total / count.clamp(min=1), None  # a centroid that lost its points sits at 0
+        if x.shape[1] != self.assign.shape[1]:
+            raise ValueError(f"init='linear' was built for N = {self.assign.shape[1]} inputs, "
+                             f"got {x.shape[1]}")
+        w = self.assign.softmax(-1)  # (M, N): each centroid a learned average of the inputs
+        return torch.einsum("mn,bnc->bmc", w, x), torch.einsum("mn,bnc->bmc", w, pos), None
+
+    def neighbours(self, u: torch.Tensor, x: torch.Tensor, pos_u, pos) -> torch.Tensor | None:
+        """(B, M, K) inputs each centroid attends to (None: all)."""
+        if self.k is None:
+            return None
+        k = min(self.k, x.shape[1])
+        if self.knn_space == "xyz":
+            return knn(pos_u.detach(), pos.detach(), k)[1]
+        return knn(u.detach(), x.detach(), k)[1]
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, return_details: bool = False):
+        """x: (B, N, C), pos: (B, N, 3) -> u (B, M, C'), pos_u (B, M, 3) [, details].
+
+        ``details``: ``init_idx`` (B, M) inputs chosen by the initialisation (None for kmeans /
+        linear), ``idx`` (B, M, K) neighbours used in the last step, ``weights`` (B, M, K, H).
+        """
+        batch, n, _ = x.shape
+        x = self.proj_in(x)
+        u, pos_u, init_idx = self.initialise(x, pos, self.centroid_count(n))
+        idx, weights = None, None
+        if self.iters:
+            key, value = self.kv(self.norm_x(x)).view(batch, n, 2, self.heads, -1).unbind(2)  # (B, N, H, D)
+        for _ in range(self.iters):
+            idx = self.neighbours(u, x, pos_u, pos)
+            q = self.q(self.norm_u(u)).view(batch, u.shape[1], self.heads, -1)
+            upd, weights = attend(q, key, value, idx, normalize=self.normalize)
+            u = u + self.out(upd.reshape(batch, u.shape[1], -1)) / self.iters
+        u = self.mlp(u)
+        if return_details:
+            return u, pos_u, {"init_idx": init_idx, "idx": idx, "weights": weights}
+        return u, pos_u
