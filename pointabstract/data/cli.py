@@ -1,0 +1,249 @@
+"""``pointabstract data ...``: inspect dataset folders, generate the synthetic set, prepare caches.
+
+- ``data info ROOT [--check]``: every layout found under ROOT, its counts per split and class,
+  and the problems found (``--check`` reads every file, not only the lists and headers).
+- ``data synth --out DIR``: the built-in synthetic dataset (:mod:`pointabstract.data.synthetic`).
+- ``data prepare ROOT``: sample the ``ModelNet40/<class>/<split>/*.off`` meshes once into the
+  HDF5 cache that :class:`~pointabstract.data.ModelNet40` reads.
+- ``data md5 FILE [--expected HEX]``: md5 of a downloaded archive, checked when a value is known.
+
+Any dataset root works: ``pointabstract data info /data/shapes`` (ROOT defaults to ``datasets``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from .categories import MODELNET10, MODELNET40, SHAPENET_PART
+
+__all__ = ["add_parser", "inspect_root"]
+
+
+def _counts_lines(names: list[str]) -> list[str]:
+    counts = Counter(names)
+    lines = []
+    for entry in (f"{name} {counts[name]}" for name in sorted(counts)):
+        if lines and len(lines[-1]) + len(entry) < 100:
+            lines[-1] += f", {entry}"
+        else:
+            lines.append(f"    {entry}")
+    return lines
+
+
+def _check_samples(dataset, problems: list[str], progress: bool) -> None:
+    """Load every sample of ``dataset``, collecting the errors instead of stopping at the first."""
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(0)
+    for index in tqdm(range(len(dataset)), desc="checking", disable=not progress, leave=False):
+        try:
+            dataset.load(index, rng)
+        except ValueError as err:
+            problems.append(str(err))
+
+
+def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
+    from .modelnet import LAYOUTS, ModelNet40, detect_layout
+    from .off import find_meshes, read_off
+
+    found = False
+    for layout in LAYOUTS:
+        try:
+            kind, folder = detect_layout(root, layout=layout, off_folders=("ModelNet40", "ModelNet10"))
+        except ValueError:
+            continue
+        found = True
+        lines.append(f"ModelNet40, layout {kind!r}, in {folder}")
+        for split in ("train", "test"):
+            if kind == "off":
+                meshes = find_meshes(folder, split)
+                caches = sorted(p.name for p in folder.glob(f"{folder.name}_{split}_*pts_seed*.h5"))
+                lines.append(f"  {split}: {len(meshes)} meshes; caches: {', '.join(caches) or 'none'}")
+                lines += _counts_lines([p.parents[1].name for p in meshes])
+                known = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
+                problems += [f"{p}: unknown class folder {p.parents[1].name!r}" for p in meshes
+                             if p.parents[1].name not in known]
+                for path in meshes if check else []:
+                    try:
+                        read_off(path)
+                    except ValueError as err:
+                        problems.append(str(err))
+                continue
+            try:
+                dataset = ModelNet40(root, split, layout=kind, num_points=None)
+            except ValueError as err:
+                problems.append(str(err))
+                continue
+            lines.append(f"  {split}: {len(dataset)} shapes, {len(set(dataset.labels))} classes")
+            lines += _counts_lines([dataset.classes[label] for label in dataset.labels])
+            if check:
+                _check_samples(dataset, problems, progress)
+    return found
+
+
+def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
+    from .shapenet_core import SHAPENET_CORE13, ShapeNetCore, find_ply_folder
+    from .shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
+
+    found = False
+    for layout in PART_LAYOUTS:
+        try:
+            kind, folder = detect_part_layout(root, layout=layout)
+        except ValueError:
+            continue
+        found = True
+        lines.append(f"ShapeNetPart, layout {kind!r}, in {folder}")
+        for split in ("train", "val", "test"):
+            try:
+                dataset = ShapeNetPart(root, split, layout=kind, num_points=None)
+            except ValueError as err:
+                problems.append(str(err))
+                continue
+            lines.append(f"  {split}: {len(dataset)} shapes")
+            lines += _counts_lines([SHAPENET_PART[c].name for c in dataset.categories])
+            if check:
+                _check_samples(dataset, problems, progress)
+    folder = find_ply_folder(root)
+    if folder is not None:
+        found = True
+        lines.append(f"ShapeNetCore13 point clouds, layout 'ply', in {folder}")
+        for split in ("train", "test"):
+            try:
+                dataset = ShapeNetCore(root, split, layout="ply", num_points=None)
+            except ValueError as err:
+                problems.append(str(err))
+                continue
+            lines.append(f"  {split}: {len(dataset)} clouds")
+            lines += _counts_lines([SHAPENET_CORE13[c][0] for c in dataset.categories])
+            if check:
+                _check_samples(dataset, problems, progress)
+    return found
+
+
+def inspect_root(root: str | Path, *, check: bool = False,
+                 progress: bool = False) -> tuple[list[str], list[str]]:
+    """Describe the datasets under ``root``.
+
+    Args:
+        root: a dataset root (e.g. ``datasets/``) or a layout folder.
+        check: read every file (slow on full datasets), not only the lists and HDF5 files.
+        progress: progress bars while checking.
+
+    Returns:
+        lines: one header per layout found, then counts per split and class.
+        problems: the error messages met (each names its file); empty when all is well.
+    """
+    root = Path(root)
+    lines: list[str] = []
+    problems: list[str] = []
+    found = _modelnet(root, check, progress, lines, problems)
+    found = _shapenet(root, check, progress, lines, problems) or found
+    if not found:
+        from .modelnet import detect_layout
+        from .shapenet_part import detect_part_layout
+
+        for detect in (detect_layout, detect_part_layout):
+            try:
+                detect(root)
+            except ValueError as err:
+                problems.append(str(err))
+        problems.append(f"(nor a ShapeNetCore13 <synset>/ply/*.ply tree under {root})")
+    return lines, problems
+
+
+def _info(args: argparse.Namespace) -> int:
+    lines, problems = inspect_root(args.root, check=args.check, progress=True)
+    print("\n".join(lines))
+    if problems:
+        print(f"\n{len(problems)} problem(s):")
+        for problem in problems[: args.max_problems]:
+            print("  - " + problem.replace("\n", "\n    "))
+        if len(problems) > args.max_problems:
+            print(f"  ... and {len(problems) - args.max_problems} more")
+        return 1
+    print("\nno problems found" + ("" if args.check else " (--check also reads every file)"))
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    try:
+        from .synthetic import generate  # written separately; imported only when asked for
+    except ImportError as err:
+        print(f"the synthetic generator is not available ({err})")
+        return 1
+    result = generate(args.out, train_per_class=args.train_per_class, test_per_class=args.test_per_class,
+                      num_points=args.num_points, seed=args.seed, progress=True)
+    if isinstance(result, dict) and "counts" in result:
+        print(f"shapes per split: {result['counts']}")
+    print(f"wrote the synthetic dataset to {args.out}; inspect it with: pointabstract data info {args.out}")
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from .modelnet import detect_layout
+    from .off import find_meshes, prepare_off_cache
+
+    _, folder = detect_layout(args.root, layout="off", off_folders=("ModelNet40", "ModelNet10"))
+    classes = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
+    for split in args.split:
+        if not find_meshes(folder, split):
+            print(f"{folder}: no {split} meshes, skipped")
+            continue
+        cache = prepare_off_cache(folder, split, classes=classes, mesh_points=args.mesh_points,
+                                  seed=args.seed, cache_dir=args.cache_dir, workers=args.workers)
+        print(f"{split}: {cache}")
+    return 0
+
+
+def _md5(args: argparse.Namespace) -> int:
+    from .checksums import ARCHIVES, file_md5, verify_md5
+
+    known = ARCHIVES.get(args.file.name)
+    if args.expected is None and (known is None or known.md5 is None):
+        print(f"{file_md5(args.file)}  {args.file}\n(no verified md5 recorded for {args.file.name}; "
+              "compare with the publisher's value or pass --expected)")
+        return 0
+    print(f"{verify_md5(args.file, args.expected)}  {args.file}: OK")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Add the ``data`` command and its actions to an argparse ``subparsers`` object."""
+    data = subparsers.add_parser("data", help="dataset tools: info, synth, prepare, md5",
+                                 description="Inspect dataset folders, generate the synthetic set, "
+                                             "prepare caches, check archives.")
+    actions = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+
+    info = actions.add_parser("info", help="layouts found under ROOT, counts per split and class, problems")
+    info.add_argument("root", type=Path, metavar="ROOT", nargs="?", default=Path("datasets"),
+                      help="dataset root (default: datasets)")
+    info.add_argument("--check", action="store_true", help="read every file (slow on full datasets)")
+    info.add_argument("--max-problems", type=int, default=20, help="problems printed at most")
+    info.set_defaults(func=_info)
+
+    synth = actions.add_parser("synth", help="generate the built-in part-labelled synthetic dataset")
+    synth.add_argument("--out", type=Path, default=Path("datasets/synthetic"), help="output folder")
+    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--train-per-class", type=int, default=250, help="training shapes per category")
+    synth.add_argument("--test-per-class", type=int, default=63, help="test shapes per category")
+    synth.add_argument("--num-points", type=int, default=2048, help="points per shape")
+    synth.set_defaults(func=_synth)
+
+    prepare = actions.add_parser("prepare", help="sample ModelNet OFF meshes once into the HDF5 cache")
+    prepare.add_argument("root", type=Path, metavar="ROOT", nargs="?", default=Path("datasets"),
+                         help="dataset root (default: datasets)")
+    prepare.add_argument("--split", nargs="+", default=["train", "test"], choices=["train", "test"])
+    prepare.add_argument("--mesh-points", type=int, default=2048, help="points sampled per mesh")
+    prepare.add_argument("--seed", type=int, default=0)
+    prepare.add_argument("--cache-dir", type=Path, help="where to write the cache (default: the mesh folder)")
+    prepare.add_argument("--workers", type=int, default=0, help="sampling processes (0: this one)")
+    prepare.set_defaults(func=_prepare)
+
+    md5 = actions.add_parser("md5", help="md5 of a downloaded archive, checked against a known value")
+    md5.add_argument("file", type=Path, metavar="FILE")
+    md5.add_argument("--expected", help="the md5 to compare with (hex)")
+    md5.set_defaults(func=_md5)

@@ -1,0 +1,46 @@
+"""The data benchmark's plumbing (its numbers are printed by tools/benchmark_data.py, not tested)."""
+
+import argparse
+
+from pointabstract.bench import data as bench
+
+
+def test_run_on_tiny_layouts_without_workers(tmp_path):
+    root = bench.build_layouts(tmp_path, shapes=4, points=32, txt_points=40)
+    assert (root / "modelnet40_ply_hdf5_2048" / "ply_data_train1.h5").is_file()
+    assert len(list((root / "ModelNet40").glob("*/train/*.off"))) == 4
+    messages = []
+    rows = bench.run(root=root, num_points=16, points=32, workers=0, batch_size=2, synth_per_class=0,
+                     progress=messages.append)
+    whats = [r.what for r in rows]
+    assert whats == ["ModelNet40 hdf5, sampling=first", "ModelNet40 hdf5, sampling=random",
+                     "ModelNet40 hdf5, sampling=fps", "ModelNet40 resampled, sampling=first",
+                     "ModelNet40 resampled, sampling=random", "ModelNet40 off: building the cache (once)",
+                     "ModelNet40 cached off, sampling=first", "ModelNet40 cached off, sampling=random"]
+    assert all(r.per_second > 0 and r.samples == 4 for r in rows) and len(messages) == 7
+    assert not list(root.glob("ModelNet40/*.h5"))  # the cache went to the temporary folder
+
+
+def test_table_and_arguments():
+    rows = [bench.Row("ModelNet40 hdf5, sampling=first", 256, 1024, 4321.4, note="2 workers, batch 32"),
+            bench.Row("synthetic generation (16 categories)", 144, 2048, 95.2, "shapes/s")]
+    table = bench.format_table(rows)
+    assert table.splitlines()[0] == "| what | shapes | points | speed | note |"
+    assert "| ModelNet40 hdf5, sampling=first | 256 | 1024 | 4,321 samples/s | 2 workers, batch 32 |" in table
+    assert "| synthetic generation (16 categories) | 144 | 2048 | 95 shapes/s |  |" in table
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--shapes", "8", "--workers", "0"])
+    assert (args.shapes, args.workers, args.batch_size, args.root) == (8, 0, 32, None)
+
+
+def test_main_writes_the_table(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--shapes", "3", "--points", "16", "--txt-points", "16", "--num-points", "8",
+                              "--workers", "0", "--batch-size", "2", "--synth-per-class", "0",
+                              "--out", str(tmp_path / "bench.md")])
+    assert bench.main(args, command="python tools/benchmark_data.py --shapes 3") == 0
+    text = (tmp_path / "bench.md").read_text()
+    assert "`python tools/benchmark_data.py --shapes 3`" in text and "| ModelNet40 hdf5, sampling=fps |" in text
+    assert "# data benchmark" in capsys.readouterr().out

@@ -1,0 +1,94 @@
+import hashlib
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from pointabstract.bench.data import random_meshes, write_modelnet_hdf5, write_modelnet_off
+from pointabstract.cli import main
+from pointabstract.data.checksums import ARCHIVES, file_md5, verify_md5
+from pointabstract.data.cli import inspect_root
+from tests.data.test_shapenet_part import write_normal
+
+
+def _modelnet(tmp_path):
+    pos = np.random.default_rng(0).normal(size=(5, 16, 3)).astype(np.float32)
+    write_modelnet_hdf5(tmp_path / "modelnet40_ply_hdf5_2048", "train", pos=pos, labels=np.array([8, 8, 2, 0, 8]))
+    write_modelnet_hdf5(tmp_path / "modelnet40_ply_hdf5_2048", "test", pos=pos[:1], labels=np.array([2]))
+    rng = np.random.default_rng(0)
+    write_modelnet_off(tmp_path / "ModelNet40", "train", meshes=random_meshes(2, rng), labels=np.array([0, 8]))
+
+
+def test_info_lists_every_layout_with_counts(tmp_path, capsys):
+    _modelnet(tmp_path)
+    write_normal(tmp_path)
+    assert main(["data", "info", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "ModelNet40, layout 'hdf5'" in out and "  train: 5 shapes, 3 classes" in out
+    assert "    airplane 1, bed 1, chair 3" in out
+    assert "ModelNet40, layout 'off'" in out and "  train: 2 meshes; caches: none" in out
+    assert "ShapeNetPart, layout 'normal'" in out and "    Cap 1, Mug 1" in out
+    assert "no problems found" in out
+
+
+def test_info_reports_problems_and_nothing_found(tmp_path, capsys):
+    folder = write_normal(tmp_path)
+    (folder / "02954340" / "c1.txt").write_text("1 2 3 0 0 1 99\n")
+    lines, problems = inspect_root(tmp_path)
+    assert problems == []  # the lists are fine; only --check reads the point files
+    assert main(["data", "info", str(tmp_path), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "1 problem(s):" in out and "c1.txt: part id 99 at line 1 is not one of Cap's parts" in out
+    assert main(["data", "info", str(tmp_path / "empty")]) == 1
+    out = capsys.readouterr().out
+    assert "no ModelNet layout found" in out and "no ShapeNetPart layout found" in out
+
+
+def test_prepare_writes_the_mesh_cache(tmp_path, capsys):
+    _modelnet(tmp_path)
+    cache_dir = tmp_path / "cache"
+    assert main(["data", "prepare", str(tmp_path), "--mesh-points", "64", "--cache-dir", str(cache_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "test: no" not in out and f"train: {cache_dir / 'ModelNet40_train_64pts_seed0.h5'}" in out
+    assert "no test meshes, skipped" in out
+    with pytest.raises(ValueError, match="no ModelNet layout found"):
+        main(["data", "prepare", str(tmp_path / "nothing")])
+
+
+def test_synth_calls_the_generator_lazily(tmp_path, monkeypatch, capsys):
+    calls = []
+    fake = types.ModuleType("pointabstract.data.synthetic")
+    fake.generate = lambda out, **kwargs: calls.append((out, kwargs))
+    monkeypatch.setitem(sys.modules, "pointabstract.data.synthetic", fake)
+    assert main(["data", "synth", "--out", str(tmp_path), "--seed", "3", "--train-per-class", "2",
+                 "--test-per-class", "1", "--num-points", "128"]) == 0
+    assert calls == [(tmp_path, {"train_per_class": 2, "test_per_class": 1, "num_points": 128, "seed": 3,
+                                 "progress": True})]
+    assert f"wrote the synthetic dataset to {tmp_path}" in capsys.readouterr().out
+
+
+def test_md5_helpers_and_command(tmp_path, capsys):
+    path = tmp_path / "ModelNet40.zip"
+    path.write_bytes(b"x" * 3000)
+    digest = hashlib.md5(b"x" * 3000).hexdigest()
+    assert file_md5(path, chunk_size=7) == digest == verify_md5(path, digest.upper())
+    with pytest.raises(ValueError, match=r"ModelNet40\.zip: md5 .* does not match the expected 0{32}"):
+        verify_md5(path, "0" * 32)
+    with pytest.raises(ValueError, match=r"ModelNet40\.zip: no verified md5 is recorded"):
+        verify_md5(path)
+    with pytest.raises(ValueError, match="expected must be a 32-digit md5"):
+        verify_md5(path, "abc")
+    assert all(a.md5 is None or len(a.md5) == 32 for a in ARCHIVES.values())
+    assert main(["data", "md5", str(path)]) == 0
+    assert digest in capsys.readouterr().out
+    assert main(["data", "md5", str(path), "--expected", digest]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_info_on_the_real_subsets(realdata):
+    lines, problems = inspect_root(realdata)
+    text = "\n".join(lines)
+    assert problems == []
+    assert "  train: 127 shapes, 36 classes" in text and "  test: 29 shapes, 20 classes" in text
+    assert "  train: 22 meshes" in text and "  test: 11 shapes" in text
