@@ -36,11 +36,58 @@ def _bench_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train(args: argparse.Namespace) -> int:
+    from .engine import load_config, train
+    from .engine.classification import MissingDatasetError
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+        metrics = train(cfg, resume=args.resume)
+    except (MissingDatasetError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if metrics:
+        print(f"test overall accuracy {metrics['overall_accuracy']:.4f}, mean class accuracy "
+              f"{metrics['mean_class_accuracy']:.4f}; outputs in {cfg.log.out_dir}")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .engine import evaluate_checkpoint
+    from .engine.classification import MissingDatasetError
+
+    try:
+        metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
+                                      votes=args.votes, device=args.device)
+    except (MissingDatasetError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = args.out or Path(args.checkpoint).parent
+    print(f"overall accuracy {metrics['overall_accuracy']:.4f}, mean class accuracy "
+          f"{metrics['mean_class_accuracy']:.4f}; report in {Path(out) / 'report.md'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pointabstract",
         description="Point-cloud abstractions: datasets, training, evaluation, viewer, benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    train = sub.add_parser("train", help="train a model from a preset and key=value overrides")
+    train.add_argument("config", help="preset name (e.g. demo) or YAML file")
+    train.add_argument("overrides", nargs="*", metavar="key=value",
+                       help="config overrides, e.g. optim.lr=3e-4 model.k=16")
+    train.add_argument("--resume", action="store_true", help="continue from <log.out_dir>/last.pt")
+    train.set_defaults(func=_train)
+
+    ev = sub.add_parser("eval", help="evaluate a checkpoint; writes metrics.json and report.md")
+    ev.add_argument("checkpoint", type=Path)
+    ev.add_argument("--data", help="dataset root (default: the one it was trained on)")
+    ev.add_argument("--out", type=Path, help="report folder (default: beside the checkpoint)")
+    ev.add_argument("--votes", type=int, help="average over this many augmented copies")
+    ev.add_argument("--device", default="cpu")
+    ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks printed as tables")
     bench_sub = bench.add_subparsers(dest="what", required=True, metavar="WHAT")

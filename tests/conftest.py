@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+
+import pointabstract  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
 from pathlib import Path
 
 import pytest

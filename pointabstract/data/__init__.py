@@ -9,9 +9,20 @@ from .off import prepare_off_cache, read_off, write_off
 from .shapenet_core import SHAPENET_CORE13, ShapeNetCore, read_ply_points
 from .shapenet_part import ShapeNetPart, detect_part_layout
 from .surface import sample_surface
-from .transforms import (Compose, Jitter, NormalizeUnitCube, NormalizeUnitSphere, RandomDropout,
-                         RandomRotate, RandomScale, RandomSO3Rotation, RandomTranslate, Resample,
-                         Shuffle, Transform)
+from .transforms import (
+                         Compose,
+                         Jitter,
+                         NormalizeUnitCube,
+                         NormalizeUnitSphere,
+                         RandomDropout,
+                         RandomRotate,
+                         RandomScale,
+                         RandomSO3Rotation,
+                         RandomTranslate,
+                         Resample,
+                         Shuffle,
+                         Transform,
+)
 
 __all__ = [
     "ARCHIVES", "MODELNET10", "MODELNET40", "PART_PAD", "SAMPLE_KEYS", "SHAPENET_CORE13", "SHAPENET_PART",

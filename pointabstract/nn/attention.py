@@ -12,13 +12,14 @@ from ..ops import gather_points, knn
 __all__ = ["MultiHeadSelfAttention", "attend"]
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, idx: torch.Tensor | None = None,
+def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
            *, normalize: str = "inputs") -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention of M queries over N inputs, optionally over neighbours only.
 
     Args:
         q: (B, M, H, D) queries.
-        k, v: (B, N, H, D) keys and values.
+        kv: (B, N, 2 H D) keys of every head, then values of every head (one linear layer's
+            output), so that neighbours are gathered once.
         idx: (B, M, K) int64 inputs each query may attend to (``knn`` output), or ``None`` for
             all N. With idx the cost is O(B M K H D) and no (B, M, N) matrix is formed.
         normalize: ``"inputs"``: softmax over each query's inputs (transformer attention);
@@ -30,20 +31,21 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, idx: torch.Tensor 
         weights: (B, M, K, H) attention weights (K = N without idx).
     """
     batch, m, heads, dim = q.shape
+    n = kv.shape[1]
     scale = 1.0 / math.sqrt(dim)
     if idx is None:
+        k, v = kv.view(batch, n, 2, heads, dim).unbind(2)
         logits = torch.einsum("bmhd,bnhd->bmnh", q, k) * scale  # (B, M, N, H)
         weights = logits.softmax(dim=2 if normalize == "inputs" else 1)
         return torch.einsum("bmnh,bnhd->bmhd", weights, v), weights
-    n = k.shape[1]
-    k_nb = gather_points(k.reshape(batch, n, heads * dim), idx).view(batch, m, -1, heads, dim)
-    v_nb = gather_points(v.reshape(batch, n, heads * dim), idx).view(batch, m, -1, heads, dim)
-    logits = torch.einsum("bmhd,bmkhd->bmkh", q, k_nb) * scale  # (B, M, K, H)
+    nb = gather_points(kv, idx)  # (B, M, K, 2 H D): one gather for keys and values
+    k_nb, v_nb = nb.view(batch, m, nb.shape[2], 2, heads, dim).unbind(3)  # (B, M, K, H, D) each
+    logits = (q.unsqueeze(2) * k_nb).sum(-1) * scale  # (B, M, K, H)
     if normalize == "inputs":
         weights = logits.softmax(dim=2)
     else:
         weights = _softmax_per_input(logits, idx, n)
-    return torch.einsum("bmkh,bmkhd->bmhd", weights, v_nb), weights
+    return (weights.unsqueeze(-1) * v_nb).sum(2), weights
 
 
 def _softmax_per_input(logits: torch.Tensor, idx: torch.Tensor, n: int) -> torch.Tensor:
@@ -81,7 +83,8 @@ class MultiHeadSelfAttention(nn.Module):
         if knn_space not in ("feature", "xyz"):
             raise ValueError(f"knn_space must be 'feature' or 'xyz', got {knn_space!r}")
         self.heads, self.k, self.knn_space = heads, k, knn_space
-        self.qkv = nn.Linear(dim, 3 * dim)
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
 
     def neighbours(self, x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor | None:
@@ -98,9 +101,9 @@ class MultiHeadSelfAttention(nn.Module):
                 return_attention: bool = False):
         """x: (B, N, C), pos: (B, N, 3) -> (B, N, C) [, {"idx": (B,N,K), "weights": (B,N,K,H)}]."""
         batch, n, channels = x.shape
-        q, k, v = self.qkv(x).view(batch, n, 3, self.heads, -1).unbind(2)  # each (B, N, H, D)
+        q = self.q(x).view(batch, n, self.heads, -1)  # (B, N, H, D)
         idx = self.neighbours(x, pos)
-        out, weights = attend(q, k, v, idx)
+        out, weights = attend(q, self.kv(x), idx)
         out = self.out(out.reshape(batch, n, channels))
         if return_attention:
             return out, {"idx": idx, "weights": weights}

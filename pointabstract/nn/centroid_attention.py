@@ -107,7 +107,8 @@ class CentroidAttention(nn.Module):
                                       start=farthest_from_centroid(x.detach()))
             index = assign.unsqueeze(-1).expand(-1, -1, 3)
             total = pos.new_zeros(x.shape[0], m, 3).scatter_add(1, index, pos)  # (B, M, 3)
-            count = pos.new_zeros(x.shape[0], m, 1).scatter_add(1, index[..., :1], torch.ones_like(pos[..., :1]))
+            ones = torch.ones_like(pos[..., :1])
+            count = pos.new_zeros(x.shape[0], m, 1).scatter_add(1, index[..., :1], ones)
             return u, total / count.clamp(min=1), None  # a centroid that lost its points sits at 0
         if x.shape[1] != self.assign.shape[1]:
             raise ValueError(f"init='linear' was built for N = {self.assign.shape[1]} inputs, "
@@ -135,11 +136,11 @@ class CentroidAttention(nn.Module):
         u, pos_u, init_idx = self.initialise(x, pos, self.centroid_count(n))
         idx, weights = None, None
         if self.iters:
-            key, value = self.kv(self.norm_x(x)).view(batch, n, 2, self.heads, -1).unbind(2)  # (B, N, H, D)
+            kv = self.kv(self.norm_x(x))  # (B, N, 2 C'): keys, then values
         for _ in range(self.iters):
             idx = self.neighbours(u, x, pos_u, pos)
             q = self.q(self.norm_u(u)).view(batch, u.shape[1], self.heads, -1)
-            upd, weights = attend(q, key, value, idx, normalize=self.normalize)
+            upd, weights = attend(q, kv, idx, normalize=self.normalize)
             u = u + self.out(upd.reshape(batch, u.shape[1], -1)) / self.iters
         u = self.mlp(u)
         if return_details:

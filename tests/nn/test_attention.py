@@ -32,9 +32,9 @@ def test_knn_attention_looks_only_at_neighbours():
 @pytest.mark.parametrize("with_idx", [False, True])
 def test_centroid_normalisation_sums_to_one_per_input(with_idx):
     torch.manual_seed(0)
-    q, k, v = torch.randn(2, 6, 3, 4), torch.randn(2, 10, 3, 4), torch.randn(2, 10, 3, 4)
+    q, kv = torch.randn(2, 6, 3, 4), torch.randn(2, 10, 24)
     idx = torch.randint(0, 10, (2, 6, 4)) if with_idx else None
-    _, w = attend(q, k, v, idx, normalize="centroids")
+    _, w = attend(q, kv, idx, normalize="centroids")
     b_idx = idx if with_idx else torch.arange(10).expand(2, 6, 10)
     totals = torch.zeros(2, 10, 3).scatter_add(1, b_idx.reshape(2, -1, 1).expand(-1, -1, 3),
                                                w.reshape(2, -1, 3))

@@ -22,10 +22,8 @@ def test_equals_self_attention_plus_skip_when_m_equals_n(k):
                            knn_space="feature", normalize="inputs")
     _zero_mlp(ca)
     sa = MultiHeadSelfAttention(8, heads=2, k=k, knn_space="feature")
-    with torch.no_grad():  # share Q, K, V, O (the centroid block splits Q from K/V)
-        sa.qkv.weight.copy_(torch.cat([ca.q.weight, ca.kv.weight]))
-        sa.qkv.bias.copy_(torch.cat([ca.q.bias, ca.kv.bias]))
-        sa.out.load_state_dict(ca.out.state_dict())
+    for name in ("q", "kv", "out"):  # share Q, K, V and the output projection
+        getattr(sa, name).load_state_dict(getattr(ca, name).state_dict())
     u, pos_u, details = ca(x, pos, return_details=True)
     order = details["init_idx"]
     assert sorted(order[0].tolist()) == list(range(20))

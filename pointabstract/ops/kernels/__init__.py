@@ -22,6 +22,10 @@ try:  # numba is a core dependency; the ops fall back to other backends if it is
     import numba
 
     AVAILABLE = True
+    # numba's OpenMP pool (the system libgomp, not torch's bundled copy, which has already read
+    # its settings) must not busy-wait between kernels: its spinning threads would steal the
+    # cores torch's threads need for the next op (measured: a tiny training step 6x slower).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if "NUMBA_THREADING_LAYER" not in os.environ:
         # OpenMP first: thread-safe, and no warning about an old TBB some wheels bundle
         numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
