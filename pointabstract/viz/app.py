@@ -1,0 +1,308 @@
+"""The interactive neighbourhood viewer: state, key map, and the Open3D window.
+
+:class:`ViewerState` holds what is shown (sample, block, K, query point, colouring, layout)
+and builds the scene; it needs no window and is what the tests drive. :func:`run_viewer` opens
+a legacy Open3D window (``VisualizerWithKeyCallback``) on it; ``keys`` replays key presses
+one per frame and then closes the window (scripted runs under Xvfb).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..ops import farthest_point_sample, knn
+from .colors import GREY, ScalarLegend, class_palette, label_colors, part_palette, scalar_colors
+from .loading import ViewSession
+from .render import Camera, scene_points
+from .scenes import LAYOUTS, NeighbourhoodScene, default_k, neighbourhood_scene
+
+__all__ = ["COLORINGS", "KEYMAP", "NO_DISPLAY", "NoDisplayError", "ViewerState", "has_display", "key_help",
+           "run_viewer"]
+
+COLORINGS = ("neighbours", "predicted", "true", "part", "distance")
+# key token -> (GLFW key code, what it does); letters are pressed without shift
+KEYMAP = {
+    "N": (ord("N"), "next query point (well-spread order)"),
+    "B": (ord("B"), "previous query point"),
+    "P": (ord("P"), "pick the query point with the mouse: shift+click a point, then close with Q"),
+    "]": (ord("]"), "next block"),
+    "[": (ord("["), "previous block"),
+    ".": (ord("."), "K + 5 neighbours"),
+    ",": (ord(","), "K - 5 neighbours"),
+    "right": (262, "next sample"),
+    "left": (263, "previous sample"),
+    "C": (ord("C"), f"next colouring {COLORINGS}"),
+    "V": (ord("V"), f"next layout {LAYOUTS}"),
+    "S": (ord("S"), "save a screenshot"),
+    "H": (ord("H"), "print this key map"),
+}
+
+
+NO_DISPLAY = ("no display (DISPLAY is not set): render the scene to a file with --png OUT.png, "
+              "or run under a virtual display: xvfb-run -a pointabstract view ...")
+
+
+class NoDisplayError(RuntimeError):
+    """No display to open a window on."""
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def key_help() -> str:
+    lines = ["keys:"] + [f"  {key:>5}  {doc}" for key, (_, doc) in KEYMAP.items()]
+    return "\n".join(lines + ["  Q/Esc  quit   (mouse: drag rotates, wheel zooms)"])
+
+
+class ViewerState:
+    """What the viewer shows; every change goes through :meth:`press`.
+
+    Args:
+        session: the loaded model and dataset.
+        index: sample of the split.
+        block: block index (default: the second centroid-attention block).
+        k: neighbours per space (clamped to the block's point count, with a message); None: the
+            paper's proportion for each block (:func:`~pointabstract.viz.scenes.default_k`).
+        coloring: one of :data:`COLORINGS`.
+        layout: one of :data:`pointabstract.viz.scenes.LAYOUTS`.
+    """
+
+    def __init__(self, session: ViewSession, *, index: int = 0, block: int | None = None,
+                 k: int | None = None, coloring: str = "neighbours", layout: str = "side_by_side"):
+        if coloring not in COLORINGS:
+            raise ValueError(f"coloring must be one of {list(COLORINGS)}, got {coloring!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be a positive int or None, got {k!r}")
+        self.session, self.coloring, self.layout, self.k_wanted = session, coloring, layout, k
+        self.messages: list[str] = []
+        self._load(index)
+        if not self._available(coloring):
+            needs = "per-point part" if coloring == "part" else "true class"
+            raise ValueError(f"coloring {coloring!r} needs {needs} labels, which this dataset does not have")
+        nblocks = len(self.sample.blocks)
+        if block is not None and not -nblocks <= block < nblocks:
+            raise ValueError(f"block must be in [0, {nblocks}) for this model, got {block}")
+        self._set_block(self.sample.default_block if block is None else block % nblocks)
+
+    # --- state changes -------------------------------------------------------------------------
+    def press(self, key: str) -> str:
+        """Apply one key of :data:`KEYMAP` (not S / P / H, which need the window); returns the status."""
+        actions = {"N": lambda: self._step_query(1), "B": lambda: self._step_query(-1),
+                   "]": lambda: self._set_block((self.block + 1) % len(self.sample.blocks)),
+                   "[": lambda: self._set_block((self.block - 1) % len(self.sample.blocks)),
+                   ".": lambda: self._set_k(self.k + 5), ",": lambda: self._set_k(max(1, self.k - 5)),
+                   "right": lambda: self._load((self.index + 1) % len(self.session), keep_block=True),
+                   "left": lambda: self._load((self.index - 1) % len(self.session), keep_block=True),
+                   "C": self._next_coloring,
+                   "V": lambda: setattr(self, "layout", LAYOUTS[(LAYOUTS.index(self.layout) + 1) % 3])}
+        if key not in actions:
+            raise ValueError(f"key must be one of {sorted(actions)}, got {key!r}")
+        actions[key]()
+        return self.status()
+
+    def set_query(self, query: int) -> str:
+        m = self.points()[0].shape[0]
+        if not 0 <= query < m:
+            raise ValueError(f"query must be in [0, {m}), got {query}")
+        self.query = int(query)
+        return self.status()
+
+    def _load(self, index: int, keep_block: bool = False) -> None:
+        self.sample = self.session.sample(index)
+        self.index = index
+        if keep_block:
+            self._set_block(self.block, keep_query=False)
+
+    def _set_block(self, block: int, *, keep_query: bool = True) -> None:
+        old = self.points()[0][self.query] if keep_query and hasattr(self, "query") else None
+        self.block = block
+        pos, _ = self.points()
+        self.order = farthest_point_sample(pos[None], pos.shape[0])[0].tolist()  # spread-out cycle
+        # a new block keeps the query where it was: the new block's point nearest the old query
+        self.query = self.order[0] if old is None else int(knn(old.view(1, 1, 3), pos[None], 1)[1][0, 0, 0])
+        self._set_k(self.k_wanted)
+
+    def _set_k(self, k: int | None) -> None:
+        """K for the current block: ``k``, clamped to its M points (and said so); None: default_k(M)."""
+        m = self.points()[0].shape[0]
+        if k is not None and k > m:
+            self.messages.append(f"K = {k} is more than block {self.block}'s {m} points: using K = {m}")
+        self.k_wanted, self.k = k, default_k(m) if k is None else min(k, m)  # the wish outlives the block
+
+    def _step_query(self, step: int) -> None:
+        pos = self.order.index(self.query) if self.query in self.order else 0
+        self.query = self.order[(pos + step) % len(self.order)]
+
+    def _next_coloring(self) -> None:
+        i = COLORINGS.index(self.coloring)
+        for j in range(1, len(COLORINGS) + 1):
+            candidate = COLORINGS[(i + j) % len(COLORINGS)]
+            if self._available(candidate):
+                self.coloring = candidate
+                return
+
+    def _available(self, coloring: str) -> bool:
+        known = {"true": self.sample.label is not None, "part": self.sample.part is not None}
+        return known.get(coloring, True)
+
+    # --- what is shown -------------------------------------------------------------------------
+    def points(self):
+        """pos (M, 3) and features (M, C) of the current block."""
+        return self.sample.block(self.block)
+
+    def scene(self, *, point_size: float = 7.0) -> NeighbourhoodScene:
+        pos, feats = self.points()
+        base, xyz_base, legend = self._base_colors(pos, feats)
+        context = self.sample.pos if pos.shape[0] < self.sample.pos.shape[0] else None
+        return neighbourhood_scene(pos, feats, self.query, k=self.k, layout=self.layout, base_colors=base,
+                                   xyz_base_colors=xyz_base, highlight=self.coloring != "distance",
+                                   context=context, point_size=point_size, legend=legend)
+
+    def _base_colors(self, pos, feats) -> tuple[np.ndarray | tuple, np.ndarray | None, ScalarLegend | None]:
+        m, ncls = pos.shape[0], len(self.session.class_names)
+        if self.coloring == "predicted" or (self.coloring == "true" and self.sample.label is not None):
+            cls = self.sample.pred if self.coloring == "predicted" else self.sample.label
+            return label_colors(np.full(m, cls), class_palette(max(ncls, cls + 1))), None, None
+        if self.coloring == "part" and self.sample.part is not None:
+            parts = self.sample.labels_at(self.block, self.sample.part)  # (M,) global part ids
+            return label_colors(parts, part_palette()), None, None
+        if self.coloring == "distance":
+            f = (feats - feats[self.query]).norm(dim=1).numpy()
+            x = (pos - pos[self.query]).norm(dim=1).numpy()
+            label = "distance to the query / largest (feature | 3D)"
+            fc, legend = scalar_colors(f / max(f.max(), 1e-12), vmin=0.0, vmax=1.0, label=label)
+            xc, _ = scalar_colors(x / max(x.max(), 1e-12), vmin=0.0, vmax=1.0)
+            return fc, xc, legend
+        return GREY, None, None
+
+    def status(self) -> str:
+        s = self.sample
+        m = self.points()[0].shape[0]
+        notes = "".join(f"\n  note: {msg}" for msg in self.messages)
+        self.messages.clear()
+        return (f"sample {s.title} | block {self.block} ({m} points) | K = {self.k} | query {self.query} | "
+                f"colouring {self.coloring} | layout {self.layout}{notes}")
+
+
+def run_viewer(state: ViewerState, *, keys: list[str] | None = None, screenshot_dir: str | Path = ".",
+               width: int = 1280, height: int = 720, printer=print) -> list[Path]:
+    """Open the window and run until it is closed (or until the scripted ``keys`` are done).
+
+    Args:
+        state: what to show.
+        keys: scripted run: tokens of :data:`KEYMAP` pressed one per frame, then the window closes.
+        screenshot_dir: where ``S`` saves PNGs.
+        width, height: window size in pixels.
+        printer: where status lines and the key map go.
+
+    Returns:
+        The screenshots saved.
+    """
+    import open3d as o3d
+
+    if not has_display():
+        raise NoDisplayError(NO_DISPLAY)
+    unknown = [k for k in keys or [] if k not in KEYMAP]
+    if unknown:
+        raise ValueError(f"keys {unknown} are not in the key map {list(KEYMAP)}")
+    vis = o3d.visualization.VisualizerWithKeyCallback()
+    if not vis.create_window(window_name="pointabstract view: feature-space vs 3D neighbours",
+                             width=width, height=height):
+        raise NoDisplayError(f"could not open a window on DISPLAY={os.environ.get('DISPLAY')!r}; "
+                             "try --png OUT.png")
+    window = _Window(o3d, vis, state, Path(screenshot_dir), printer, scripted=keys is not None)
+    for token, (code, _) in KEYMAP.items():
+        vis.register_key_callback(code, lambda _vis, t=token: window.apply(t))
+    if keys is not None:
+        pending = list(keys)  # one key per frame, then close
+        vis.register_animation_callback(lambda _v: window.apply(pending.pop(0)) if pending
+                                        else window.close())
+    printer(key_help())
+    printer(state.status())
+    window.show(reset=True)
+    vis.run()
+    vis.destroy_window()
+    return window.saved
+
+
+class _Window:
+    """The key handlers of one open window (each returns whether the scene must be redrawn)."""
+
+    def __init__(self, o3d, vis, state: ViewerState, screenshot_dir: Path, printer, *, scripted: bool):
+        self.o3d, self.vis, self.state, self.dir, self.printer = o3d, vis, state, screenshot_dir, printer
+        self.scripted = scripted
+        self.saved: list[Path] = []
+
+    def show(self, reset: bool) -> None:
+        drawables = self.state.scene().geometries
+        self.vis.clear_geometries()
+        for d in drawables:
+            self.vis.add_geometry(d["geometry"], reset_bounding_box=reset)
+        opt = self.vis.get_render_option()
+        opt.point_size, opt.light_on = 7.0, False  # unlit: the exact palette colours
+        if reset:  # the same fitted three-quarter view as the PNGs
+            _fit_view(self.o3d, self.vis, drawables)
+
+    def apply(self, key: str) -> bool:
+        state = self.state
+        if key == "H":
+            self.printer(key_help())
+            return False
+        if key == "S":
+            self.screenshot()
+            return False
+        if key == "P":
+            picked = _pick(self.o3d, state, auto_close=self.scripted)
+            if picked is None:
+                self.printer("no point picked (shift+click a point, then press Q)")
+                return False
+            self.printer(state.set_query(picked))
+        else:
+            self.printer(state.press(key))
+        self.show(reset=key in ("right", "left", "V"))
+        return True
+
+    def screenshot(self) -> None:
+        s = self.state
+        out = self.dir / (f"view{len(self.saved) + 1:02d}_sample{s.index}_block{s.block}_query{s.query}"
+                          f"_k{s.k}_{s.coloring}.png")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.vis.capture_screen_image(str(out), do_render=True)
+        self.saved.append(out)
+        self.printer(f"saved {out}")
+
+    def close(self) -> bool:
+        self.vis.close()
+        return False
+
+
+def _fit_view(o3d, vis, drawables) -> None:
+    control = vis.get_view_control()
+    params = control.convert_to_pinhole_camera_parameters()
+    w, h = params.intrinsic.width, params.intrinsic.height
+    intrinsic, extrinsic = Camera().matrices(scene_points(drawables), w, h)
+    params.intrinsic = o3d.camera.PinholeCameraIntrinsic(w, h, intrinsic)
+    params.extrinsic = extrinsic
+    control.convert_from_pinhole_camera_parameters(params, allow_arbitrary=True)
+
+
+def _pick(o3d, state: ViewerState, *, auto_close: bool) -> int | None:
+    """A second window on the feature panel's points; returns the last shift+clicked index."""
+    pos, _ = state.points()
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pos.double().numpy()))
+    cloud.paint_uniform_color(GREY)
+    editor = o3d.visualization.VisualizerWithEditing()
+    editor.create_window(window_name="pick the query: shift+click a point, then Q", width=900, height=700)
+    editor.add_geometry(cloud)
+    if auto_close:  # scripted runs: show one frame and close
+        editor.register_animation_callback(lambda v: v.close() or False)
+    editor.run()
+    editor.destroy_window()
+    picked = editor.get_picked_points()
+    return int(picked[-1]) if picked else None

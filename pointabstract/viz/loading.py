@@ -1,0 +1,169 @@
+"""Checkpoint -> model + dataset -> one sample's prediction and per-block features.
+
+The model is rebuilt exactly as :func:`pointabstract.engine.evaluate_checkpoint` does: the
+flat config saved in the checkpoint, the task's dataset (test split, no augmentation, the
+first ``num_points`` points), the task's model arguments, then the saved weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..engine.checkpoint import load_checkpoint
+from ..engine.config import RunConfig, load_config
+from ..models import build_model
+from ..ops import knn
+from .scenes import default_block
+
+__all__ = ["SampleView", "ViewSession", "load_session"]
+
+
+@dataclass
+class SampleView:
+    """One sample as the viewer sees it (batch dimension removed, tensors on the CPU)."""
+
+    index: int  # position in the dataset split
+    pos: torch.Tensor  # (N, 3) input points
+    pred: int  # predicted class
+    probs: torch.Tensor  # (classes,) softmax
+    blocks: list[dict]  # per block: "features" (M, C), "pos" (M, 3), "idx" (M, K) | None, ...
+    label: int | None = None  # true class, when the dataset has one
+    pred_name: str = ""
+    label_name: str = ""
+    part: np.ndarray | None = None  # (N,) global ShapeNetPart ids, for segmentation sets
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def default_block(self) -> int:
+        """The paper's choice: the second centroid-attention block (else the last block)."""
+        return default_block(self.blocks)
+
+    def block(self, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """pos (M, 3) and features (M, C) of block ``block`` (negative: from the end)."""
+        if not -len(self.blocks) <= block < len(self.blocks):
+            raise ValueError(f"block must be in [0, {len(self.blocks)}) for this model, got {block}")
+        b = self.blocks[block]
+        return b["pos"], b["features"]
+
+    def labels_at(self, block: int, labels) -> np.ndarray:
+        """Per-input-point labels (N,) carried to a block's M points by nearest input point."""
+        labels = np.asarray(labels)
+        if labels.shape != (self.pos.shape[0],):
+            raise ValueError(f"labels must have shape ({self.pos.shape[0]},), got {labels.shape}")
+        pos, _ = self.block(block)
+        _, idx = knn(pos[None], self.pos[None], 1)  # (1, M, 1)
+        return labels[idx[0, :, 0].numpy()]
+
+    @property
+    def title(self) -> str:
+        true = f", true {self.label_name}" if self.label is not None else ""
+        return f"#{self.index}: predicted {self.pred_name}{true}"
+
+
+@dataclass
+class ViewSession:
+    """A trained model with its dataset split, ready to show samples."""
+
+    model: nn.Module
+    dataset: object  # a pointabstract.data dataset (samples are dicts of numpy arrays)
+    class_names: list[str]
+    config: RunConfig
+    checkpoint: Path
+    split: str = "test"
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    @torch.no_grad()
+    def sample(self, index: int) -> SampleView:
+        """Run the model on sample ``index`` with ``return_features=True``."""
+        n = len(self.dataset)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
+            raise ValueError(f"index {index!r} is out of range: the {self.split} split of "
+                             f"{self.config.data.root} has {n} samples (0..{n - 1})")
+        item = self.dataset[int(index)]
+        pos = torch.as_tensor(np.asarray(item["pos"]), dtype=torch.float32)
+        normal = item.get("normal") if self.config.data.use_normals else None
+        feats = None if normal is None else torch.as_tensor(np.asarray(normal), dtype=torch.float32)[None]
+        self.model.eval()
+        try:
+            out = self.model(pos[None].to(self.device), features=None if feats is None else
+                             feats.to(self.device), return_features=True)
+        except TypeError as err:
+            raise ValueError(f"model '{self.config.model}' cannot return per-block features "
+                             f"({err}); the viewer has nothing to show") from None
+        if not isinstance(out, dict) or not out.get("blocks"):
+            raise ValueError(f"model '{self.config.model}' returned no per-block features "
+                             "(no 'blocks' with return_features=True); the viewer has nothing to show")
+        probs = out["logits"][0].float().softmax(-1).cpu()
+        pred = int(probs.argmax())
+        blocks = [{key: (v[0].detach().float().cpu() if key in ("features", "pos") else
+                         v[0].detach().cpu() if isinstance(v, torch.Tensor) else v)
+                   for key, v in b.items()} for b in out["blocks"]]
+        label = int(item["label"]) if item.get("label") is not None else None
+        part = np.asarray(item["part"]) if item.get("part") is not None else None
+        return SampleView(int(index), pos, pred, probs, blocks, label=label, pred_name=self._name(pred),
+                          label_name=self._name(label) if label is not None else "", part=part)
+
+    def _name(self, c: int) -> str:
+        return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
+
+
+def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None, split: str = "test",
+                 device: str = "cpu") -> ViewSession:
+    """Rebuild the model saved in ``checkpoint`` and open its dataset split (as ``eval`` does).
+
+    Args:
+        checkpoint: a trainer checkpoint (``last.pt`` / ``best.pt``).
+        data_root: dataset root (default: the one it was trained on).
+        split: dataset split, ``"test"`` or ``"train"`` (never augmented here).
+        device: torch device of the model.
+
+    Raises:
+        FileNotFoundError: no such checkpoint, or no dataset at the root.
+        ValueError: not a checkpoint, classes or weights that do not fit, unknown split.
+    """
+    from ..engine.trainer import TASKS
+
+    ckpt = load_checkpoint(checkpoint)
+    overrides = dict(ckpt["config"])
+    if data_root is not None:
+        overrides["data.root"] = str(data_root)
+    overrides["data.workers"] = 0
+    cfg = load_config(None, overrides)
+    if cfg.task not in TASKS:
+        raise ValueError(f"{checkpoint}: task {cfg.task!r} has no viewer; choose from {sorted(TASKS)}")
+    task = TASKS[cfg.task](cfg)
+    dataset = task.dataset(split, train=False)
+    if list(ckpt.get("class_names", task.class_names)) != task.class_names:
+        raise ValueError(f"{checkpoint} was trained on classes {ckpt['class_names']}, the data at "
+                         f"{cfg.data.root} has {task.class_names}")
+    model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
+    _load_weights(model, ckpt["model"], f"{checkpoint} does not fit a '{cfg.model}' model built from its "
+                                        "own config (written by another version of the code?)")
+    dev = torch.device(device)
+    return ViewSession(model.to(dev).eval(), dataset, list(task.class_names), cfg, Path(checkpoint),
+                       split=split, device=dev)
+
+
+def _load_weights(model: nn.Module, state: dict, context: str) -> None:
+    """``load_state_dict`` with a one-line error: what is missing, unexpected or mis-shaped."""
+    own = model.state_dict()
+    missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+    shapes = sorted(k for k in set(own) & set(state)
+                    if hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape))
+    problems = [f"{len(names)} {what} weights (e.g. {names[0]!r})"
+                for what, names in (("missing", missing), ("unexpected", unexpected),
+                                    ("mis-shaped", shapes)) if names]
+    if problems:
+        raise ValueError(f"{context}: {', '.join(problems)}")
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:  # anything else torch refuses, squeezed onto one line
+        raise ValueError(f"{context}: {' '.join(str(err).split())}") from None

@@ -1,0 +1,41 @@
+"""A tiny trained checkpoint (3 easy classes, 48 points) shared by the viewer tests."""
+
+import pytest
+
+from pointabstract.engine import load_config, train
+from tests.engine.conftest import TINY_MODEL, write_tiny_modelnet
+
+
+def _open3d_or_skip():
+    try:
+        import open3d  # noqa: F401
+    except (ImportError, OSError) as err:  # the library or its shared libraries are absent
+        pytest.skip(f"open3d cannot be imported: {err}")
+
+
+@pytest.fixture
+def o3d():
+    """Open3D; the test is skipped only when the library itself is absent."""
+    _open3d_or_skip()
+    import open3d
+
+    return open3d
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """(checkpoint path, data root) of a 2-epoch tiny centroid transformer: blocks of 48, 24, 24, 6 points."""
+    root = tmp_path_factory.mktemp("viz")
+    data = write_tiny_modelnet(root / "data").parent
+    overrides = [f"data.root={data}", "data.num_points=48", "data.batch_size=8", "data.eval_batch_size=12",
+                 "data.workers=0", "optim.epochs=2", f"log.out_dir={root / 'run'}", "log.progress=false",
+                 "log.tensorboard=false", *TINY_MODEL]
+    train(load_config(None, overrides))
+    return root / "run" / "last.pt", data
+
+
+@pytest.fixture(scope="session")
+def session(tiny_run):
+    from pointabstract.viz import load_session
+
+    return load_session(tiny_run[0])

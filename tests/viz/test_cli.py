@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from pointabstract.viz import cli, loading
+
+
+def _run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _one_error_line(err: str, match: str) -> None:
+    assert err.startswith("error: ") and err.strip().count("\n") == 0, err
+    assert match in err, err
+
+
+def test_png_renders_the_scene_without_a_display(o3d, tiny_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    code, out, err = _run(capsys, tiny_run[0], "--index", 2, "--k", 3, "--color", "distance",
+                          "--png", tmp_path / "v.png", "--width", 320, "--height", 200)
+    assert code == 0, err
+    assert Image.open(tmp_path / "v.png").size == (320, 200)
+    assert "sample #2: predicted" in out and "block 3 (6 points) | K = 3" in out and "wrote" in out
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--index", "12"], "index 12 is out of range: the test split"),
+    (["--index", "-1"], "index -1 is out of range"),
+    (["--block", "4"], "block must be in [0, 4) for this model, got 4"),
+    (["--split", "val"], "split must be one of"),
+    (["--k", "0"], "k must be a positive int or None, got 0"),
+    (["--query", "6"], "query must be in [0, 6), got 6"),
+    (["--color", "part"], "coloring 'part' needs per-point part labels, which this dataset does not have"),
+    (["--keys", "N Z"], "keys ['Z'] are not in the key map"),
+])
+def test_bad_arguments_exit_2_with_one_line(tiny_run, tmp_path, capsys, extra, match):
+    png = [] if extra[0] == "--keys" else ["--png", tmp_path / "v.png"]  # keys: checked before the display
+    code, _, err = _run(capsys, tiny_run[0], *png, *extra)
+    assert code == 2
+    _one_error_line(err, match)
+
+
+def test_figure_option_writes_the_report_figure(o3d, tiny_run, tmp_path, capsys):
+    code, out, err = _run(capsys, tiny_run[0], "--figure", tmp_path / "n.png", "--index", 10, "--block", 1)
+    assert code == 0, err
+    assert (tmp_path / "n.png").is_file() and "wrote" in out  # samples 10 and 11: the split ends there
+    code, _, err = _run(capsys, tiny_run[0], "--figure", tmp_path / "n.png", "--k", 7)
+    assert code == 2
+    _one_error_line(err, "k must be an int in [1, 6]")
+
+
+def test_bad_checkpoints_exit_2(tiny_run, tmp_path, capsys):
+    code, _, err = _run(capsys, tmp_path / "missing.pt", "--png", tmp_path / "v.png")
+    assert code == 2
+    _one_error_line(err, "missing.pt does not exist")
+    (tmp_path / "junk.pt").write_bytes(b"\x00garbage")
+    code, _, err = _run(capsys, tmp_path / "junk.pt", "--png", tmp_path / "v.png")
+    assert code == 2
+    _one_error_line(err, "junk.pt is not a readable checkpoint")
+    ckpt = torch.load(tiny_run[0], weights_only=False)  # weights of another version of the model
+    key = sorted(ckpt["model"])[0]
+    ckpt["model"]["old.weight"] = ckpt["model"].pop(key)
+    torch.save(ckpt, tmp_path / "old.pt")
+    code, _, err = _run(capsys, tmp_path / "old.pt", "--png", tmp_path / "v.png")
+    assert code == 2
+    _one_error_line(err, f"1 missing weights (e.g. {key!r}), 1 unexpected weights (e.g. 'old.weight')")
+
+
+def test_a_model_without_features_exits_2(tiny_run, tmp_path, capsys, monkeypatch):
+    real_build = loading.build_model
+
+    def build_without_features(name, **cfg):  # the same weights, a forward with no return_features
+        model = real_build(name, **cfg)
+        model.forward = lambda pos, *, features=None: {"logits": torch.zeros(pos.shape[0], 3)}
+        return model
+
+    monkeypatch.setattr(loading, "build_model", build_without_features)
+    code, _, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png")
+    assert code == 2
+    _one_error_line(err, "cannot return per-block features")
+
+
+def test_no_display_and_no_png_says_so_and_suggests_png(tiny_run, capsys, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    code, _, err = _run(capsys, tiny_run[0])
+    assert code == 2
+    _one_error_line(err, "no display (DISPLAY is not set): render the scene to a file with --png OUT.png")
+
+
+def test_add_parser_plugs_into_a_main_cli(tiny_run):
+    import argparse
+
+    main = argparse.ArgumentParser(prog="pointabstract")
+    sub = main.add_subparsers(dest="command", required=True)
+    cli.add_parser(sub)
+    args = main.parse_args(["view", str(tiny_run[0]), "--index", "3", "--k", "7", "--png", "o.png"])
+    assert args.func is cli.run and args.index == 3 and args.k == 7 and str(args.png) == "o.png"
+    assert np.isclose(args.height / args.width, 720 / 1280)
