@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # one stamp per torch spec: `make test TORCH=torch==2.9.1` re-runs the set-up
 STAMP := $(VENV)/.setup-$(shell printf '%s' '$(TORCH)' | md5sum | cut -c1-8)
-APT_PACKAGES := libusb-1.0-0 libgl1 libgomp1 mesa-vulkan-drivers xvfb
+APT_PACKAGES := libusb-1.0-0 libgl1 libgomp1 libegl1 libegl-mesa0 mesa-vulkan-drivers xvfb
 
 .PHONY: setup system-deps demo test test-all lint bench clean
 
@@ -35,8 +35,15 @@ system-deps:
 	  fi; \
 	fi
 
+SYNTH := datasets/synthetic
+
+# the main job on the built-in data: generate it if missing, train the demo-sized centroid
+# transformer, evaluate it, and draw what it groups together; everything lands in runs/demo/
 demo: setup
-	$(PY) -m pointabstract.cli bench ops --quick --out runs/demo/ops_benchmark.md
+	@test -f $(SYNTH)/modelnet40_ply_hdf5_2048/shape_names.txt || \
+	  $(PY) -m pointabstract.cli data synth --out $(SYNTH)
+	$(PY) -m pointabstract.cli train demo
+	$(PY) -m pointabstract.cli eval runs/demo/last.pt --out runs/demo --neighbourhoods
 
 test: setup
 	$(PY) -m pytest -q -m "not slow"

@@ -58,7 +58,8 @@ def _eval(args: argparse.Namespace) -> int:
 
     try:
         metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
-                                      votes=args.votes, device=args.device)
+                                      votes=args.votes, device=args.device,
+                                      neighbourhoods=args.neighbourhoods)
     except (MissingDatasetError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -66,6 +67,36 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"overall accuracy {metrics['overall_accuracy']:.4f}, mean class accuracy "
           f"{metrics['mean_class_accuracy']:.4f}; report in {Path(out) / 'report.md'}")
     return 0
+
+
+def _bench_models(args: argparse.Namespace) -> int:
+    from .bench import models as bench
+
+    text = []
+    if not args.table3_only:
+        rows = bench.scaling(tuple(args.points), batch=args.batch, repeats=args.repeats)
+        text.append("## Scaling: centroid transformer vs full self-attention\n\n"
+                    + bench.format_scaling(rows, batch=args.batch))
+    if args.table3 or args.table3_only:
+        rows = bench.ablation_table(args.preset, overrides=args.overrides)
+        lines = ["| downsampling | test overall accuracy | mean class accuracy | train samples/s |",
+                 "|---|---:|---:|---:|"]
+        lines += [f"| {r['model']} | {r['overall_accuracy']:.4f} | {r['mean_class_accuracy']:.4f} | "
+                  f"{r['samples_per_s']:.0f} |" for r in rows]
+        text.append(f"## Table 3 on preset '{args.preset}' {' '.join(args.overrides)}\n\n" + "\n".join(lines))
+    report = "\n\n".join(text)
+    print("\n" + report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        command = "pointabstract " + " ".join(sys.argv[1:])
+        args.out.write_text(f"# Model benchmarks\n\n`{command}`\n\n{report}\n")
+    return 0
+
+
+def _bench_data(args: argparse.Namespace) -> int:
+    from .bench import data as bench
+
+    return bench.main(args, command="pointabstract bench data")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", type=Path, help="report folder (default: beside the checkpoint)")
     ev.add_argument("--votes", type=int, help="average over this many augmented copies")
     ev.add_argument("--device", default="cpu")
+    ev.add_argument("--neighbourhoods", action="store_true",
+                    help="add the feature-space vs 3D KNN figure (neighbourhoods.png) to the report")
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks printed as tables")
@@ -101,9 +134,29 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--out", type=Path, help="also write the table to this markdown file")
     ops.set_defaults(func=_bench_ops)
 
+    models = bench_sub.add_parser("models", help="centroid vs full attention scaling; Table 3")
+    models.add_argument("--points", type=int, nargs="+", default=[512, 1024, 2048, 4096])
+    models.add_argument("--batch", type=int, default=8, help="clouds per batch in the scaling runs")
+    models.add_argument("--repeats", type=int, default=3)
+    models.add_argument("--table3", action="store_true",
+                        help="also train the downsampling variants (minutes each)")
+    models.add_argument("--table3-only", action="store_true", help="skip the scaling runs")
+    models.add_argument("--preset", default="demo", help="training preset of the Table 3 runs")
+    models.add_argument("overrides", nargs="*", metavar="key=value", help="Table 3 config overrides")
+    models.add_argument("--out", type=Path, help="also write the tables to this markdown file")
+    models.set_defaults(func=_bench_models)
+
+    from .bench import data as bench_data
+
+    data = bench_sub.add_parser("data", help="samples/s through a DataLoader per layout")
+    bench_data.add_arguments(data)
+    data.set_defaults(func=_bench_data)
+
     from .data.cli import add_parser as add_data_parser
+    from .viz.cli import add_parser as add_view_parser
 
     add_data_parser(sub)
+    add_view_parser(sub)
     return parser
 
 

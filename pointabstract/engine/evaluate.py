@@ -19,7 +19,8 @@ __all__ = ["evaluate_checkpoint", "write_report"]
 
 
 def evaluate_checkpoint(path: str | Path, *, data_root: str | None = None, out_dir: str | Path | None = None,
-                        votes: int | None = None, device: str = "cpu", workers: int | None = None) -> dict:
+                        votes: int | None = None, device: str = "cpu", workers: int | None = None,
+                        neighbourhoods: bool = False) -> dict:
     """Rebuild the model saved in ``path``, evaluate it on its test split, write the report.
 
     Args:
@@ -29,6 +30,7 @@ def evaluate_checkpoint(path: str | Path, *, data_root: str | None = None, out_d
         votes: test-time augmentation copies to average (default: the run's ``votes``).
         device: torch device.
         workers: DataLoader workers (default: the run's).
+        neighbourhoods: also render the feature-space vs 3D KNN figure into the report.
 
     Returns:
         The metrics dict (overall / mean class / per-class accuracy, confusion matrix).
@@ -58,7 +60,17 @@ def evaluate_checkpoint(path: str | Path, *, data_root: str | None = None, out_d
     metrics.update({"checkpoint": str(path), "epoch": ckpt["epoch"], "model": cfg.model,
                     "data_root": cfg.data.root, "votes": votes or cfg.votes})
     out = Path(out_dir) if out_dir is not None else Path(path).parent
-    write_report(metrics, out, curves=Path(path).parent / "curves.png")
+    extra = ""
+    if neighbourhoods:
+        from ..viz import RenderError, neighbourhood_section
+
+        try:
+            extra = neighbourhood_section(path, out, data_root=cfg.data.root, device=device)
+        except RenderError as err:  # a machine without offscreen rendering: report, don't fail
+            first = str(err).splitlines()[0]
+            print(f"warning: no neighbourhood figure ({first})")
+            extra = f"_No neighbourhood figure: {first}_"
+    write_report(metrics, out, curves=Path(path).parent / "curves.png", extra=extra)
     return metrics
 
 

@@ -3,7 +3,8 @@
 Block order (the paper gives widths 64-128-128-512 alternating the two kinds; we start with
 self-attention so every centroid block sees context first):
 
-    xyz -> point embedding (MLP)                                   (B, N, 64)
+    xyz -> point embedding: max over 16 xyz neighbours of an MLP of
+           (neighbour - point, point) (local geometry; embed_k=0: MLP of xyz)   (B, N, 64)
     SA 64   self-attention, each point's K = 40 nearest in xyz    (B, N, 64)
     CA 128  centroid attention N -> N/2, FPS init, KNN in features (B, N/2, 128)
     SA 128  self-attention on the centroids                        (B, N/2, 128)
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, CentroidAttention, FeedForward, MultiHeadSelfAttention
-from ..ops import nearest_upsample
+from ..nn import MLP, CentroidAttention, FeedForward, MultiHeadSelfAttention, make_norm
+from ..ops import gather_points, knn, nearest_upsample
 
 __all__ = ["CentroidTransformer", "CentroidTransformerConfig", "SABlock", "CABlock"]
 
@@ -45,17 +46,22 @@ class CentroidTransformerConfig:
     fuse_dim: int = 1024  # channels after the fusion layer
     head_dims: tuple[int, ...] = (512, 256)  # hidden sizes of the classification MLP
     dropout: float = 0.5  # dropout in the classification MLP
+    norm: str = "batch"  # embedding / fusion / head normalisation: batch | layer
+    block_norm: str = "layer"  # normalisation inside the attention blocks: layer | batch
+    embed_k: int = 16  # point embedding: max over each point's embed_k nearest neighbours of an
+    #                    MLP of (neighbour - point, point); 0: an MLP of the point alone
 
 
 class SABlock(nn.Module):
     """Pre-norm transformer block: optional width change, ``x + SA(LN(x))``, then the MLP."""
 
-    def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str):
+    def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str,
+                 norm: str = "layer"):
         super().__init__()
         self.proj = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
-        self.norm = nn.LayerNorm(dim)
+        self.norm = make_norm(norm, dim)
         self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
-        self.mlp = FeedForward(dim)
+        self.mlp = FeedForward(dim, norm=norm)
 
     def forward(self, x, pos):
         """x: (B, N, C_in), pos: (B, N, 3) -> (B, N, C), pos, {"idx": (B, N, K) or None}."""
@@ -86,21 +92,35 @@ class CentroidTransformer(nn.Module):
                              f"got {cfg.widths} and {cfg.ratios}")
         self.cfg = cfg
         w = cfg.widths
-        self.embed = MLP([3 + cfg.in_channels, w[0], w[0]])
+        self.embed = nn.Sequential(
+            MLP([(6 if cfg.embed_k else 3) + cfg.in_channels, w[0], w[0]], norm=cfg.norm),
+            make_norm(cfg.norm, w[0]), nn.LeakyReLU(0.2))
         blocks, dim_in = [], w[0]
         for i, width in enumerate(w):
             if i % 2 == 1 and cfg.downsample:
                 blocks.append(CABlock(dim_in, width, heads=cfg.heads, ratio=cfg.ratios[i // 2],
                                       init=cfg.init, iters=cfg.iters, k=cfg.k,
-                                      knn_space=cfg.knn_space, normalize=cfg.normalize))
+                                      knn_space=cfg.knn_space, normalize=cfg.normalize,
+                                      norm=cfg.block_norm))
             else:
                 blocks.append(SABlock(dim_in, width, heads=cfg.heads, k=cfg.k,
-                                      knn_space=cfg.sa_knn_space))
+                                      knn_space=cfg.sa_knn_space, norm=cfg.block_norm))
             dim_in = width
         self.blocks = nn.ModuleList(blocks)
-        self.fuse = nn.Sequential(nn.Linear(sum(w), cfg.fuse_dim), nn.LeakyReLU(0.2))
-        self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm="layer",
+        self.fuse = nn.Sequential(nn.Linear(sum(w), cfg.fuse_dim), make_norm(cfg.norm, cfg.fuse_dim),
+                                  nn.LeakyReLU(0.2))
+        self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm=cfg.norm,
                         dropout=cfg.dropout)
+
+    def embed_points(self, pos: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:
+        """(B, N, 3) [+ (B, N, F)] -> (B, N, C0): per point, or max over its xyz neighbours."""
+        point = pos if features is None else torch.cat([pos, features], -1)
+        if not self.cfg.embed_k:
+            return self.embed(point)
+        _, idx = knn(pos.detach(), pos.detach(), min(self.cfg.embed_k, pos.shape[1]))
+        rel = gather_points(pos, idx) - pos.unsqueeze(2)  # (B, N, K, 3)
+        edge = torch.cat([rel, point.unsqueeze(2).expand(-1, -1, idx.shape[2], -1)], -1)
+        return self.embed(edge).max(2).values
 
     def forward(self, pos: torch.Tensor, *, features: torch.Tensor | None = None,
                 return_features: bool = False) -> dict:
@@ -117,13 +137,10 @@ class CentroidTransformer(nn.Module):
             neighbour indices used by its attention (None for full attention) and, for
             centroid blocks, ``init_idx`` (B, M) the inputs its centroids started from.
         """
-        if self.cfg.in_channels:
-            if features is None or features.shape[-1] != self.cfg.in_channels:
-                raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got "
-                                 f"{None if features is None else tuple(features.shape)}")
-            x = self.embed(torch.cat([pos, features], -1))
-        else:
-            x = self.embed(pos)
+        if self.cfg.in_channels and (features is None or features.shape[-1] != self.cfg.in_channels):
+            raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got "
+                             f"{None if features is None else tuple(features.shape)}")
+        x = self.embed_points(pos, features if self.cfg.in_channels else None)
         blocks, cur = [], pos
         for block in self.blocks:
             x, cur, info = block(x, cur)

@@ -38,14 +38,79 @@ def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
         logits = torch.einsum("bmhd,bnhd->bmnh", q, k) * scale  # (B, M, N, H)
         weights = logits.softmax(dim=2 if normalize == "inputs" else 1)
         return torch.einsum("bmnh,bnhd->bmhd", weights, v), weights
-    nb = gather_points(kv, idx)  # (B, M, K, 2 H D): one gather for keys and values
-    k_nb, v_nb = nb.view(batch, m, nb.shape[2], 2, heads, dim).unbind(3)  # (B, M, K, H, D) each
-    logits = (q.unsqueeze(2) * k_nb).sum(-1) * scale  # (B, M, K, H)
+    if _fused_ok(q, kv):  # CPU: compiled products, no (B, M, K, C) tensor at all
+        logits = _NeighbourDot.apply(q, kv, idx) * scale  # (B, M, K, H)
+    else:
+        nb = gather_points(kv, idx)  # (B, M, K, 2 H D): one gather for keys and values
+        k_nb, v_nb = nb.view(batch, m, nb.shape[2], 2, heads, dim).unbind(3)  # (B, M, K, H, D) each
+        logits = (q.unsqueeze(2) * k_nb).sum(-1) * scale
     if normalize == "inputs":
         weights = logits.softmax(dim=2)
     else:
         weights = _softmax_per_input(logits, idx, n)
+    if _fused_ok(q, kv):
+        return _NeighbourSum.apply(weights, kv, idx), weights
     return (weights.unsqueeze(-1) * v_nb).sum(2), weights
+
+
+def _fused_ok(q: torch.Tensor, kv: torch.Tensor) -> bool:
+    from ..ops import kernels
+
+    return (kernels.AVAILABLE and q.device.type == "cpu" and q.dtype == kv.dtype
+            and q.dtype in (torch.float32, torch.float64))
+
+
+def _np(t: torch.Tensor):
+    return t.detach().contiguous().numpy()
+
+
+class _NeighbourDot(torch.autograd.Function):
+    """logits[b, m, k, h] = q[b, m, h] . key[b, idx[b, m, k], h] (keys: kv[..., :H D])."""
+
+    @staticmethod
+    def forward(ctx, q, kv, idx):
+        from ..ops.kernels import neighbour, run
+
+        q, kv = q.contiguous(), kv.contiguous()
+        out = q.new_empty(*idx.shape, q.shape[2])
+        run(neighbour.dot_forward, neighbour.dot_forward_ser, _np(q), _np(kv), _np(idx), out.numpy())
+        ctx.save_for_backward(q, kv, idx)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ..ops.kernels import neighbour, run
+
+        q, kv, idx = ctx.saved_tensors
+        grad_q, grad_kv = torch.empty_like(q), torch.zeros_like(kv)
+        run(neighbour.dot_backward, neighbour.dot_backward_ser, _np(grad), _np(q), _np(kv), _np(idx),
+            grad_q.numpy(), grad_kv.numpy())
+        return grad_q, grad_kv, None
+
+
+class _NeighbourSum(torch.autograd.Function):
+    """out[b, m, h] = sum_k w[b, m, k, h] value[b, idx[b, m, k], h] (values: kv[..., H D:])."""
+
+    @staticmethod
+    def forward(ctx, w, kv, idx):
+        from ..ops.kernels import neighbour, run
+
+        w, kv = w.contiguous(), kv.contiguous()
+        heads = w.shape[3]
+        out = w.new_empty(w.shape[0], w.shape[1], heads, kv.shape[2] // (2 * heads))
+        run(neighbour.sum_forward, neighbour.sum_forward_ser, _np(w), _np(kv), _np(idx), out.numpy())
+        ctx.save_for_backward(w, kv, idx)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ..ops.kernels import neighbour, run
+
+        w, kv, idx = ctx.saved_tensors
+        grad_w, grad_kv = torch.empty_like(w), torch.zeros_like(kv)
+        run(neighbour.sum_backward, neighbour.sum_backward_ser, _np(grad), _np(w), _np(kv), _np(idx),
+            grad_w.numpy(), grad_kv.numpy())
+        return grad_w, grad_kv, None
 
 
 def _softmax_per_input(logits: torch.Tensor, idx: torch.Tensor, n: int) -> torch.Tensor:

@@ -15,7 +15,7 @@ from torch import nn
 
 from ..ops import farthest_point_sample, gather_points, kmeans_sample, knn, random_sample
 from .attention import attend
-from .mlp import FeedForward
+from .mlp import FeedForward, make_norm
 
 __all__ = ["INITS", "CentroidAttention", "farthest_from_centroid"]
 
@@ -47,12 +47,13 @@ class CentroidAttention(nn.Module):
         normalize: ``"centroids"`` (paper eq. 4) or ``"inputs"`` (transformer softmax).
         num_inputs: N, required by ``init="linear"``.
         kmeans_iters: Lloyd rounds of ``init="kmeans"``.
+        norm: normalisation of the attention inputs and of the MLP (``"layer"`` or ``"batch"``).
     """
 
     def __init__(self, dim_in: int, dim_out: int, *, heads: int = 4, num_centroids: int | None = None,
                  ratio: float | None = None, init: str = "fps", iters: int = 1, k: int | None = 40,
                  knn_space: str = "feature", normalize: str = "centroids",
-                 num_inputs: int | None = None, kmeans_iters: int = 3):
+                 num_inputs: int | None = None, kmeans_iters: int = 3, norm: str = "layer"):
         super().__init__()
         if (num_centroids is None) == (ratio is None):
             raise ValueError("give exactly one of num_centroids and ratio, "
@@ -74,11 +75,11 @@ class CentroidAttention(nn.Module):
         self.heads, self.kmeans_iters = heads, kmeans_iters
         self.proj_in = nn.Linear(dim_in, dim_out) if dim_in != dim_out else nn.Identity()
         if iters:  # T = 0 has no attention step, hence no attention weights
-            self.norm_u, self.norm_x = nn.LayerNorm(dim_out), nn.LayerNorm(dim_out)
+            self.norm_u, self.norm_x = make_norm(norm, dim_out), make_norm(norm, dim_out)
             self.q = nn.Linear(dim_out, dim_out)
             self.kv = nn.Linear(dim_out, 2 * dim_out)
             self.out = nn.Linear(dim_out, dim_out)
-        self.mlp = FeedForward(dim_out)
+        self.mlp = FeedForward(dim_out, norm=norm)
         if init == "linear":
             m = num_centroids if num_centroids is not None else max(1, round(num_inputs * ratio))
             self.assign = nn.Parameter(torch.randn(m, num_inputs) * 0.01)

@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
+import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MLP", "FeedForward"]
+__all__ = ["MLP", "FeedForward", "PointBatchNorm", "make_norm"]
+
+
+class PointBatchNorm(nn.BatchNorm1d):
+    """BatchNorm over the channel (last) dimension of (..., C) tensors: every point of every
+    cloud in the batch is one sample of the per-channel statistics. A single sample in
+    training mode (a batch of one cloud at the classification head) is normalised with the
+    running statistics instead of failing."""
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        if self.training and flat.shape[0] == 1:
+            out = F.batch_norm(flat, self.running_mean, self.running_var, self.weight, self.bias,
+                               False, 0.0, self.eps)
+        else:
+            out = super().forward(flat)
+        return out.view(x.shape)
+
+
+def make_norm(kind: str | None, dim: int) -> nn.Module:
+    """``"batch"`` (PointBatchNorm), ``"layer"`` (LayerNorm) or ``None`` (identity)."""
+    if kind == "batch":
+        return PointBatchNorm(dim)
+    if kind == "layer":
+        return nn.LayerNorm(dim)
+    if kind is None:
+        return nn.Identity()
+    raise ValueError(f"norm must be 'batch', 'layer' or None, got {kind!r}")
 
 
 class MLP(nn.Sequential):
@@ -12,7 +40,8 @@ class MLP(nn.Sequential):
 
     Args:
         dims: channel sizes ``(C_in, hidden..., C_out)``, at least two.
-        norm: ``"layer"`` puts a LayerNorm before each activation, ``None`` none.
+        norm: ``"batch"`` (per-channel over all points of the batch, the usual choice for point
+            networks), ``"layer"`` or ``None``: a normalisation before each hidden activation.
         dropout: dropout probability after each hidden activation.
     """
 
@@ -20,14 +49,13 @@ class MLP(nn.Sequential):
         dims = list(dims)
         if len(dims) < 2:
             raise ValueError(f"dims must list at least an input and an output size, got {dims}")
-        if norm not in (None, "layer"):
-            raise ValueError(f"norm must be None or 'layer', got {norm!r}")
+        make_norm(norm, 1)  # validates the name
         layers = []
         for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
             layers.append(nn.Linear(a, b))
             if i < len(dims) - 2:
-                if norm == "layer":
-                    layers.append(nn.LayerNorm(b))
+                if norm is not None:
+                    layers.append(make_norm(norm, b))
                 layers.append(nn.LeakyReLU(0.2))
                 if dropout:
                     layers.append(nn.Dropout(dropout))
@@ -35,16 +63,17 @@ class MLP(nn.Sequential):
 
 
 class FeedForward(nn.Module):
-    """The transformer MLP sub-block with its residual: ``x + W2 act(W1 LN(x))``.
+    """The transformer MLP sub-block with its residual: ``x + W2 act(W1 norm(x))``.
 
     Args:
         dim: channels C.
         hidden: hidden channels (default 2 C).
+        norm: ``"layer"`` (default), ``"batch"`` or ``None`` (see :func:`make_norm`).
     """
 
-    def __init__(self, dim: int, *, hidden: int | None = None):
+    def __init__(self, dim: int, *, hidden: int | None = None, norm: str | None = "layer"):
         super().__init__()
-        self.norm = nn.LayerNorm(dim)
+        self.norm = make_norm(norm, dim)
         self.net = MLP([dim, hidden or 2 * dim, dim])
 
     def forward(self, x):

@@ -1,0 +1,157 @@
+"""Model benchmarks: scaling of centroid vs full self-attention, and the paper's Table 3.
+
+Scaling: forward + backward time per batch and peak memory at N = 512 ... 4096, each
+(model, N) measured in a fresh subprocess: the peak resident memory of one training step above
+the resident memory before it (the kernel's VmHWM counter, reset after a small warm-up step),
+with an address-space limit so that an out-of-memory run is reported instead of taking the
+machine down.
+
+Table 3: the downsampling variants trained with the same budget on the same data (the
+synthetic set by default), reporting test accuracy and training samples per second.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+__all__ = ["ablation_table", "measure_one", "scaling", "format_scaling"]
+
+_SCALING_MODELS = {
+    "centroid_transformer": {},
+    "self_attention_transformer (full)": {"k": None},
+}
+
+
+def measure_one(model: str, n: int, *, batch: int, repeats: int, overrides: dict) -> dict:
+    """Build ``model``, time fwd+bwd on a (batch, n, 3) cloud; run inside a fresh process."""
+    import torch
+
+    from ..models import build_model
+
+    name = model.split(" ")[0]
+    torch.manual_seed(0)
+    net = build_model(name, num_classes=40, **overrides)
+    labels = torch.randint(0, 40, (batch,))
+
+    def step(pos):
+        net.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(net(pos)["logits"], labels).backward()
+
+    step(torch.rand(batch, 64, 3))  # loads the compiled kernels: not part of the peak below
+    pos = torch.rand(batch, n, 3)
+    _reset_peak()
+    base = _rss_bytes()
+    step(pos)
+    peak = _peak_bytes() - base
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step(pos)
+        times.append(time.perf_counter() - start)
+    return {"ms": statistics.median(times) * 1e3, "peak_mb": max(0, peak) / 2**20}
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def _reset_peak() -> None:
+    """Reset the kernel's peak-RSS counter (VmHWM) of this process (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass  # then the peak also covers what happened before; still an upper bound
+
+
+def _peak_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def scaling(ns=(512, 1024, 2048, 4096), *, batch: int = 8, repeats: int = 3,
+            memory_limit_gb: float = 16.0, timeout_s: float = 900, overrides: dict | None = None,
+            progress=print) -> list[dict]:
+    """One row per (model, N): ms per fwd+bwd batch, peak MB, or the reason it failed."""
+    rows = []
+    for model, extra in _SCALING_MODELS.items():
+        for n in ns:
+            args = {"model": model, "n": n, "batch": batch, "repeats": repeats,
+                    "overrides": {**(overrides or {}), **extra}}
+            code = ("import json, resource, sys\n"
+                    f"resource.setrlimit(resource.RLIMIT_AS, ({int(memory_limit_gb * 2**30)},) * 2)\n"
+                    "from pointabstract.bench.models import measure_one\n"
+                    f"args = json.loads({json.dumps(json.dumps(args))})\n"
+                    "print(json.dumps(measure_one(args.pop('model'), args.pop('n'), **args)))\n")
+            try:
+                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                      timeout=timeout_s)
+                if proc.returncode == 0:
+                    row = {"model": model, "n": n, **json.loads(proc.stdout.strip().splitlines()[-1])}
+                else:
+                    tail = proc.stderr.strip().splitlines()[-1:] or ["killed"]
+                    oom = "MemoryError" in proc.stderr or "alloc" in proc.stderr.lower()
+                    row = {"model": model, "n": n, "error": "out of memory" if oom else tail[0][:120]}
+            except subprocess.TimeoutExpired:
+                row = {"model": model, "n": n, "error": f"timeout after {timeout_s:.0f} s"}
+            rows.append(row)
+            progress(_row_text(row))
+    return rows
+
+
+def _row_text(row: dict) -> str:
+    if "error" in row:
+        return f"{row['model']:36s} N={row['n']:5d}  {row['error']}"
+    return f"{row['model']:36s} N={row['n']:5d}  {row['ms']:9.1f} ms  {row['peak_mb']:8.0f} MB"
+
+
+def format_scaling(rows: list[dict], *, batch: int) -> str:
+    """Markdown: one line per N, both models side by side, with the ratios."""
+    by = {(r["model"], r["n"]): r for r in rows}
+    models = list(_SCALING_MODELS)
+    lines = [f"| N | {models[0]} ms | {models[1]} ms | speed-up | {models[0]} MB | {models[1]} MB | "
+             "memory ratio |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in sorted({r["n"] for r in rows}):
+        a, b = by.get((models[0], n), {}), by.get((models[1], n), {})
+
+        def cell(r, key):
+            return r.get("error", "n/a") if key not in r else f"{r[key]:.0f}"
+
+        speed = f"{b['ms'] / a['ms']:.1f}x" if "ms" in a and "ms" in b else ""
+        mem = f"{b['peak_mb'] / a['peak_mb']:.1f}x" if "peak_mb" in a and "peak_mb" in b else ""
+        lines.append(f"| {n} | {cell(a, 'ms')} | {cell(b, 'ms')} | {speed} | {cell(a, 'peak_mb')} | "
+                     f"{cell(b, 'peak_mb')} | {mem} |")
+    return "\n".join(lines) + f"\n\nforward + backward of one batch of {batch} clouds, CPU."
+
+
+ABLATIONS = ("ct_fps_only", "ct_random", "ct_kmeans", "centroid_transformer", "ct_t2", "ct_t3")
+
+
+def ablation_table(preset: str = "demo", *, models=ABLATIONS, overrides: list[str] | None = None,
+                   out_root: str = "runs/bench_table3", progress=print) -> list[dict]:
+    """Train every variant with the same preset and budget; accuracy and samples/s per model."""
+    from ..engine import load_config, train
+
+    rows = []
+    for name in models:
+        cfg = load_config(preset, [*(overrides or []), f"model={name}", f"log.out_dir={out_root}/{name}",
+                                   "log.progress=false", "log.tensorboard=false"])
+        started = time.perf_counter()
+        metrics = train(cfg)
+        log = [json.loads(line) for line in open(f"{out_root}/{name}/metrics.jsonl")]
+        rows.append({"model": name, "overall_accuracy": metrics["overall_accuracy"],
+                     "mean_class_accuracy": metrics["mean_class_accuracy"],
+                     "samples_per_s": statistics.median(r["samples_per_s"] for r in log),
+                     "minutes": (time.perf_counter() - started) / 60})
+        progress(f"{name:24s} accuracy {rows[-1]['overall_accuracy']:.4f}  "
+                 f"{rows[-1]['samples_per_s']:.0f} samples/s")
+    return rows

@@ -1,0 +1,113 @@
+"""Fused neighbour attention products on CPU (numba): no (B, M, K, C) tensor is formed.
+
+With ``kv`` (B, N, 2 H D) holding every point's keys (channels [0, H D)) then values, and
+``idx`` (B, M, K) the inputs each query attends to:
+
+- ``dot``:  ``logits[b, m, k, h] = sum_d q[b, m, h, d] * key[b, idx[b, m, k], h, d]``
+- ``sum``:  ``out[b, m, h, d] = sum_k w[b, m, k, h] * value[b, idx[b, m, k], h, d]``
+
+and their backward passes. Forward work items are (cloud, query chunk); backward passes that
+scatter into ``kv`` split work by (cloud, head), whose channel slices never overlap, so no
+two threads write the same memory.
+"""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+_CHUNK = 64
+
+
+@njit(cache=True, boundscheck=False)
+def _dot_rows(q, kv, idx, out, b, m0, m1):
+    heads, dim = q.shape[2], q.shape[3]
+    for m in range(m0, m1):
+        for k in range(idx.shape[2]):
+            row = idx[b, m, k]
+            for h in range(heads):
+                s = q[b, m, h, 0] * 0
+                for d in range(dim):
+                    s += q[b, m, h, d] * kv[b, row, h * dim + d]
+                out[b, m, k, h] = s
+
+
+@njit(cache=True, boundscheck=False)
+def _sum_rows(w, kv, idx, out, b, m0, m1, offset):
+    heads, dim = out.shape[2], out.shape[3]
+    for m in range(m0, m1):
+        for h in range(heads):
+            for d in range(dim):
+                out[b, m, h, d] = 0
+        for k in range(idx.shape[2]):
+            row = idx[b, m, k]
+            for h in range(heads):
+                wk = w[b, m, k, h]
+                base = offset + h * dim
+                for d in range(dim):
+                    out[b, m, h, d] += wk * kv[b, row, base + d]
+
+
+@njit(cache=True, parallel=True)
+def dot_forward(q, kv, idx, out):
+    """q: (B, M, H, D), kv: (B, N, 2 H D), idx: (B, M, K) -> out (B, M, K, H), in place."""
+    per = (q.shape[1] + _CHUNK - 1) // _CHUNK
+    for w in prange(q.shape[0] * per):
+        b, c = w // per, w % per
+        _dot_rows(q, kv, idx, out, b, c * _CHUNK, min(q.shape[1], (c + 1) * _CHUNK))
+
+
+@njit(cache=True, parallel=True)
+def sum_forward(w, kv, idx, out):
+    """w: (B, M, K, H), kv: (B, N, 2 H D), idx: (B, M, K) -> out (B, M, H, D), in place."""
+    offset = out.shape[2] * out.shape[3]  # values start after the keys
+    per = (w.shape[1] + _CHUNK - 1) // _CHUNK
+    for i in prange(w.shape[0] * per):
+        b, c = i // per, i % per
+        _sum_rows(w, kv, idx, out, b, c * _CHUNK, min(w.shape[1], (c + 1) * _CHUNK), offset)
+
+
+@njit(cache=True, parallel=True)
+def dot_backward(grad, q, kv, idx, grad_q, grad_kv):
+    """d logits -> d q (B, M, H, D) and d keys (into grad_kv[..., :H D], accumulated)."""
+    batch, m_count, heads, dim = q.shape
+    for i in prange(batch * heads):
+        b, h = i // heads, i % heads
+        base = h * dim
+        for m in range(m_count):
+            for d in range(dim):
+                grad_q[b, m, h, d] = 0
+            for k in range(idx.shape[2]):
+                row = idx[b, m, k]
+                g = grad[b, m, k, h]
+                for d in range(dim):
+                    grad_q[b, m, h, d] += g * kv[b, row, base + d]
+                    grad_kv[b, row, base + d] += g * q[b, m, h, d]
+
+
+@njit(cache=True, parallel=True)
+def sum_backward(grad, w, kv, idx, grad_w, grad_kv):
+    """d out -> d w (B, M, K, H) and d values (into grad_kv[..., H D:], accumulated)."""
+    batch, m_count, heads, dim = grad.shape
+    offset = heads * dim
+    for i in prange(batch * heads):
+        b, h = i // heads, i % heads
+        base = offset + h * dim
+        for m in range(m_count):
+            for k in range(idx.shape[2]):
+                row = idx[b, m, k]
+                s = grad[b, m, h, 0] * 0
+                wk = w[b, m, k, h]
+                for d in range(dim):
+                    s += grad[b, m, h, d] * kv[b, row, base + d]
+                    grad_kv[b, row, base + d] += wk * grad[b, m, h, d]
+                grad_w[b, m, k, h] = s
+
+
+
+
+# Serial twins for one-thread contexts (see kernels.run); compiled on demand, not cached, so
+# their cache entries never mix with the parallel versions'.
+dot_forward_ser = njit(dot_forward.py_func)
+sum_forward_ser = njit(sum_forward.py_func)
+dot_backward_ser = njit(dot_backward.py_func)
+sum_backward_ser = njit(sum_backward.py_func)
