@@ -72,7 +72,12 @@ def _eval(args: argparse.Namespace) -> int:
 def _bench_models(args: argparse.Namespace) -> int:
     from .bench import models as bench
 
-    text = []
+    cost = bench.model_cost("centroid_transformer", n=1024)
+    paper = bench.PAPER_COST
+    text = [f"## Size\n\ncentroid_transformer at the paper's widths, N = 1024, 40 classes: "
+            f"{cost['params_m']:.2f} M parameters, {cost['gmacs']:.2f} GMACs per cloud "
+            f"(paper: {paper['params_m']} M, {paper['gmacs']} GMACs)"]
+    print(text[0], flush=True)
     if not args.table3_only:
         rows = bench.scaling(tuple(args.points), batch=args.batch, repeats=args.repeats)
         text.append("## Scaling: centroid transformer vs full self-attention\n\n"

@@ -1,4 +1,4 @@
-"""Ops benchmark: `python tools/benchmark_ops.py [--quick] [--out FILE]` (= `pointabstract bench ops`)."""
+"""Ops benchmark: `python tools/benchmark_ops.py [--quick] [--out FILE]` (`pointabstract bench ops`)."""
 
 import sys
 

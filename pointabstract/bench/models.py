@@ -19,7 +19,30 @@ import subprocess
 import sys
 import time
 
-__all__ = ["ablation_table", "measure_one", "scaling", "format_scaling"]
+__all__ = ["ablation_table", "format_scaling", "measure_one", "model_cost", "scaling"]
+
+PAPER_COST = {"params_m": 4.1, "gmacs": 5.4}  # Centroid Transformers, Table 2 (ModelNet40, N = 1024)
+
+
+def model_cost(name: str = "centroid_transformer", *, n: int = 1024, num_classes: int = 40,
+               **overrides) -> dict:
+    """Parameters and multiply-accumulates of one forward pass on one cloud of ``n`` points.
+
+    MACs are half the FLOPs that ``torch.utils.flop_counter`` attributes to matrix products
+    and convolutions; the compiled KNN / FPS kernels and the fused neighbour products run
+    outside torch and are not counted (they add O(N K C) work, small next to the linear layers).
+    """
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..models import build_model
+
+    torch.manual_seed(0)
+    net = build_model(name, num_classes=num_classes, **overrides).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net(torch.rand(1, n, 3))
+    return {"model": name, "n": n, "params_m": sum(p.numel() for p in net.parameters()) / 1e6,
+            "gmacs": counter.get_total_flops() / 2e9}
 
 _SCALING_MODELS = {
     "centroid_transformer": {},

@@ -25,6 +25,10 @@ import torch
 SAMPLE_KEYS = ("pos", "normal", "label", "part", "category")
 
 
+class LayoutNotFoundError(FileNotFoundError, ValueError):
+    """No layout a loader knows under the given root (the message lists what it looked for)."""
+
+
 def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
     """The generator for sample ``index`` in ``epoch`` of a dataset seeded with ``seed``."""
     return np.random.default_rng(np.random.SeedSequence([seed, epoch, index]))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import PointDataset
+from .base import LayoutNotFoundError, PointDataset
 from .categories import MODELNET10, MODELNET40
 from .checksums import check_columns, check_finite, read_h5
 from .off import find_meshes, prepare_off_cache, sample_mesh
@@ -144,7 +144,7 @@ def detect_layout(root: str | Path, *, layout: str | None = None,
         "off": "<class>/{train,test}/*.off meshes",
     }
     lines = [f"  - {looked[k]}, in {root} or {root}/{'|'.join(standard[k])}" for k in wanted]
-    raise ValueError(f"no ModelNet layout found under {root}; looked for:\n" + "\n".join(lines)
+    raise LayoutNotFoundError(f"no ModelNet layout found under {root}; looked for:\n" + "\n".join(lines)
                      + f"\nfound in {root}: {list_folder(root)}")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import PointDataset
+from .base import LayoutNotFoundError, PointDataset
 from .categories import CATEGORY_BY_NAME, CATEGORY_BY_SYNSET, SHAPENET_PART
 from .checksums import check_columns, check_finite, read_h5
 from .modelnet import SAMPLINGS, list_folder, point_indices
@@ -53,7 +53,7 @@ def detect_part_layout(root: str | Path, *, layout: str | None = None) -> tuple[
         if kind in wanted:
             return kind, folder
     lines = [f"  - {_LOOKED[k]}, in {root} or {root}/{_FOLDERS[k]}" for k in wanted]
-    raise ValueError(f"no ShapeNetPart layout found under {root}; looked for:\n" + "\n".join(lines)
+    raise LayoutNotFoundError(f"no ShapeNetPart layout found under {root}; looked for:\n" + "\n".join(lines)
                      + f"\nfound in {root}: {list_folder(root)}")
 
 

@@ -45,6 +45,7 @@ class ClassificationTask:
 
     def dataset(self, split: str, *, train: bool):
         """The dataset of ``split``; training sets sample points at random and augment."""
+        from ..data.base import LayoutNotFoundError
         from ..data.modelnet import ModelNet10, ModelNet40
 
         d = self.cfg.data
@@ -56,7 +57,7 @@ class ClassificationTask:
                                     sampling=d.sampling if train else "first",
                                     transform=self.train_transform() if train else None,
                                     seed=self.cfg.seed, use_normals=d.use_normals)
-        except FileNotFoundError as err:
+        except LayoutNotFoundError as err:
             raise MissingDatasetError(
                 f"{err}\nFor the built-in synthetic data run: pointabstract data synth --out {d.root}"
             ) from None
