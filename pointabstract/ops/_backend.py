@@ -35,11 +35,13 @@ _MODULES = {
     "torch": "torch",
 }
 
-# backend="auto": first available entry whose rule accepts the workload. Measured with
-# `pointabstract bench ops` (tools/benchmark_ops.py) on 2 CPU threads: the numba kernels beat
-# every CPU peer on every workload, from B=1 N=64 up to N=100k, so CPU rules are plain
-# preference lists. No GPU was measured: on CUDA the torch implementation is used (no
-# host round trip), torch-cluster first when installed for FPS and xyz KNN.
+# backend="auto": the first available entry. Measured with `pointabstract bench ops`
+# (tools/benchmark_ops.py) on 2 CPU threads: the numba kernels beat every CPU peer from
+# B=16 N=1024 up to N=100k and are level with pykdtree on a real 81k-point scan; only a single
+# tiny cloud (N=64) goes faster through pykdtree, whose call costs ~10 us less, and going
+# through our pykdtree backend (which recomputes distances) would cost more than it saves.
+# So the CPU rules are plain preference lists. No GPU was measured: on CUDA the torch
+# implementation is used (no host round trip), torch-cluster first for FPS when installed.
 _AUTO: dict[tuple[str, str], tuple[str, ...]] = {
     ("farthest_point_sample", "cpu"): ("numba", "fpsample", "torch"),
     ("farthest_point_sample", "cuda"): ("torch_cluster", "torch"),
