@@ -10,33 +10,31 @@
 Open3D is imported only when a geometry is built or rendered.
 """
 
-from .colors import (
-    ScalarLegend,
-    class_palette,
-    label_colors,
-    legend_image,
-    part_legend,
-    part_palette,
-    scalar_colors,
-)
-from .figures import neighbourhood_figure, neighbourhood_section
-from .loading import SampleView, ViewSession, load_session
-from .render import Camera, Renderer, RenderError, render_png, start_xvfb
-from .scenes import (
-    NeighbourhoodScene,
-    block_output,
-    default_block,
-    default_k,
-    feature_knn,
-    highlight_colors,
-    neighbourhood_scene,
-    point_cloud,
-    query_marker,
-    xyz_knn,
-)
+import importlib
 
-__all__ = ["Camera", "NeighbourhoodScene", "RenderError", "Renderer", "SampleView", "ScalarLegend",
-           "ViewSession", "block_output", "class_palette", "default_block", "default_k", "feature_knn",
-           "highlight_colors", "label_colors", "legend_image", "load_session", "neighbourhood_figure",
-           "neighbourhood_scene", "neighbourhood_section", "part_legend", "part_palette", "point_cloud",
-           "query_marker", "render_png", "scalar_colors", "start_xvfb", "xyz_knn"]
+# name -> submodule; loaded on first use, so that importing pointabstract.viz (as the render
+# worker process does) costs nothing beyond numpy
+_EXPORTS = {
+    "ScalarLegend": "colors", "class_palette": "colors", "label_colors": "colors",
+    "legend_image": "colors", "part_legend": "colors", "part_palette": "colors",
+    "scalar_colors": "colors",
+    "neighbourhood_figure": "figures", "neighbourhood_section": "figures",
+    "SampleView": "loading", "ViewSession": "loading", "load_session": "loading",
+    "Camera": "render", "Renderer": "render", "RenderError": "render", "render_png": "render",
+    "start_xvfb": "render",
+    "NeighbourhoodScene": "scenes", "block_output": "scenes", "default_block": "scenes",
+    "default_k": "scenes", "feature_knn": "scenes", "highlight_colors": "scenes",
+    "neighbourhood_scene": "scenes", "point_cloud": "scenes", "query_marker": "scenes",
+    "xyz_knn": "scenes",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pointabstract.viz' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

@@ -10,7 +10,8 @@ Backends, tried in this order by ``backend="auto"``:
   is unset, a virtual X server (``Xvfb``, Debian package ``xvfb``) is started for it.
 
 A native renderer that finds no usable driver may abort the whole process instead of raising,
-so ``"auto"`` first checks each backend once per process in a short-lived subprocess.
+so ``"auto"`` first checks each backend once per process in a short-lived subprocess, and
+every rendering then happens in a worker process (:mod:`._worker`) that is killed when stuck.
 """
 
 from __future__ import annotations
@@ -87,21 +88,29 @@ class Camera:
 
 
 class Renderer:
-    """A reusable offscreen renderer (creating one costs ~0.5 s; rendering with it ~0.1 s).
+    """A reusable offscreen renderer (creating one costs ~1-2 s; rendering with it ~0.1 s).
+
+    The native renderer runs in a worker process of its own: Mesa's CPU rasteriser was seen
+    to livelock inside Filament now and then (one of its threads spinning, the caller waiting
+    forever, also at interpreter exit), so a render that takes longer than ``timeout_s`` kills
+    the worker and is retried once in a fresh one before :class:`RenderError` is raised.
 
     Args:
         width, height: image size in pixels.
         backend: ``"auto"`` (see the module docstring), ``"offscreen"`` or ``"legacy"``.
         background: RGB background in [0, 1].
+        timeout_s: longest a single render may take.
     """
 
-    def __init__(self, width: int = 800, height: int = 600, *, backend: str = "auto", background=BACKGROUND):
+    def __init__(self, width: int = 800, height: int = 600, *, backend: str = "auto", background=BACKGROUND,
+                 timeout_s: float = 120.0):
         for name, value in (("width", width), ("height", height)):
             if isinstance(value, bool) or not isinstance(value, int) or not 16 <= value <= 8192:
                 raise ValueError(f"{name} must be an int in [16, 8192], got {value!r}")
         self.width, self.height = width, height
         self.background = np.asarray(background, dtype=float)
         self.backend = resolve_backend(backend)
+        self.timeout_s = timeout_s
         self._impl = None
 
     def render(self, geometries, *, camera: Camera | None = None,
@@ -117,8 +126,7 @@ class Renderer:
         intrinsic, extrinsic = (camera or Camera()).matrices(scene_points(drawables), width, self.height)
         if self._impl is None or self._impl[0] != width:
             self.close()
-            self._impl = (width, _Offscreen(width, self.height) if self.backend == "offscreen"
-                          else _Legacy(width, self.height))
+            self._impl = (width, _Isolated(self.backend, width, self.height, self.timeout_s))
         image = self._impl[1].render(drawables, intrinsic, extrinsic, self.background)
         return image if bar is None else np.concatenate([image, bar], axis=1)
 
@@ -300,61 +308,67 @@ def scene_points(geometries) -> np.ndarray:
     return points
 
 
-class _Offscreen:
-    def __init__(self, width: int, height: int):
-        from open3d.visualization import rendering
+def _plain(drawables: list[dict]) -> list[dict]:
+    """Drawables as numpy arrays (what crosses the process boundary)."""
+    out = []
+    for d in drawables:
+        g = d["geometry"]
+        item = {"name": d["name"], "point_size": float(d["point_size"])}
+        if hasattr(g, "triangles"):
+            item.update(kind="mesh", vertices=np.asarray(g.vertices), triangles=np.asarray(g.triangles),
+                        colors=np.asarray(g.vertex_colors))
+        elif hasattr(g, "points"):
+            item.update(kind="points", points=np.asarray(g.points), colors=np.asarray(g.colors))
+        else:
+            raise TypeError(f"cannot render a {type(g).__name__}: point clouds and triangle meshes only")
+        out.append(item)
+    return out
 
-        self.rendering = rendering
-        self.width, self.height = width, height
-        self.renderer = rendering.OffscreenRenderer(width, height)
+
+class _Isolated:
+    """A renderer in a worker process; a stuck render is killed and retried once."""
+
+    def __init__(self, backend: str, width: int, height: int, timeout_s: float):
+        self.args, self.timeout_s = (backend, width, height), timeout_s
+        self.proc = self.conn = None
+
+    def _start(self) -> None:
+        import multiprocessing as mp
+
+        from ._worker import worker
+
+        ctx = mp.get_context("spawn")  # a fresh interpreter: no inherited threads or GL state
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker, args=(child, *self.args), daemon=True)
+        self.proc.start()
+        child.close()
 
     def render(self, drawables, intrinsic, extrinsic, background) -> np.ndarray:
-        scene = self.renderer.scene
-        scene.clear_geometry()
-        for d in drawables:
-            material = self.rendering.MaterialRecord()
-            material.shader = "defaultUnlit"  # flat colours: pixels hold exactly the given colours
-            material.point_size = float(d["point_size"])
-            scene.add_geometry(d["name"], d["geometry"], material)
-        scene.set_background([*background, 1.0])
-        self.renderer.setup_camera(intrinsic, extrinsic, self.width, self.height)  # after adding (near/far)
-        scene.view.set_post_processing(False)  # no tone mapping, dithering or anti-aliasing
-        return np.array(self.renderer.render_to_image())[..., :3]
+        request = (_plain(drawables), intrinsic, extrinsic, np.asarray(background, float))
+        for _attempt in range(2):
+            if self.proc is None or not self.proc.is_alive():
+                self._start()
+            self.conn.send(request)
+            if self.conn.poll(self.timeout_s):
+                try:
+                    status, value = self.conn.recv()
+                except EOFError:  # the worker died (e.g. the driver aborted)
+                    status, value = "error", f"the render worker exited with code {self.proc.exitcode}"
+                if status == "ok":
+                    return value
+                self.close()
+                raise RenderError(f"{self.args[0]} rendering failed: {value}")
+            self.close()  # stuck: kill and try once more in a fresh worker
+        raise RenderError(f"{self.args[0]} rendering took longer than {self.timeout_s:.0f} s twice")
 
     def close(self) -> None:
-        self.renderer = None
+        if self.conn is not None:
+            self.conn.close()
+        if self.proc is not None:
+            self.proc.join(5)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(5)
+        self.proc = self.conn = None
 
 
-class _Legacy:
-    def __init__(self, width: int, height: int):
-        import open3d as o3d
-
-        self.o3d = o3d
-        self.width, self.height = width, height
-        self.vis = o3d.visualization.Visualizer()
-        if not self.vis.create_window(width=width, height=height, visible=False):
-            raise RenderError("the legacy Open3D visualiser could not open a window "
-                              f"(DISPLAY={os.environ.get('DISPLAY')!r}; EGL headless failed too)")
-
-    def render(self, drawables, intrinsic, extrinsic, background) -> np.ndarray:
-        vis = self.vis
-        vis.clear_geometries()
-        for d in drawables:
-            vis.add_geometry(d["geometry"], reset_bounding_box=True)
-        opt = vis.get_render_option()
-        opt.point_size = float(max(d["point_size"] for d in drawables))  # one size for all here
-        opt.background_color = np.asarray(background, float)
-        opt.light_on = False  # unlit meshes: exact colours, as in the offscreen backend
-        params = self.o3d.camera.PinholeCameraParameters()
-        params.intrinsic = self.o3d.camera.PinholeCameraIntrinsic(self.width, self.height, intrinsic)
-        params.extrinsic = extrinsic
-        vis.get_view_control().convert_from_pinhole_camera_parameters(params, allow_arbitrary=True)
-        vis.poll_events()
-        vis.update_renderer()
-        image = np.asarray(vis.capture_screen_float_buffer(do_render=True))
-        return (np.clip(image, 0, 1) * 255 + 0.5).astype(np.uint8)
-
-    def close(self) -> None:
-        if self.vis is not None:
-            self.vis.destroy_window()
-            self.vis = None
