@@ -13,7 +13,7 @@ from ..models import build_model
 from .checkpoint import load_checkpoint
 from .config import load_config
 from .plots import plot_confusion
-from .trainer import TASKS, ShardSampler, _loader
+from .trainer import TASKS, ShardSampler, make_loader
 
 __all__ = ["evaluate_checkpoint", "write_report"]
 
@@ -54,7 +54,7 @@ def evaluate_checkpoint(path: str | Path, *, data_root: str | None = None, out_d
         raise ValueError(f"{path} does not fit a '{cfg.model}' model built from its own config: "
                          f"{err}") from None
     model.to(device)
-    loader = _loader(test_ds, ShardSampler(len(test_ds)), cfg.data.eval_batch_size, cfg.data.workers)
+    loader = make_loader(test_ds, ShardSampler(len(test_ds)), cfg.data.eval_batch_size, cfg.data.workers)
     metrics = task.evaluate(model, loader, torch.device(device), votes=votes or cfg.votes,
                             autocast=contextlib.nullcontext)
     metrics.update({"checkpoint": str(path), "epoch": ckpt["epoch"], "model": cfg.model,

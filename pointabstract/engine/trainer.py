@@ -21,7 +21,7 @@ from .config import RunConfig, to_flat
 from .distributed import DistContext, init_distributed
 from .plots import plot_confusion, plot_curves
 
-__all__ = ["TASKS", "ShardSampler", "build_optimizer", "train"]
+__all__ = ["TASKS", "ShardSampler", "build_optimizer", "make_loader", "train"]
 
 TASKS = {"classification": ClassificationTask}
 
@@ -74,7 +74,7 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _loader(ds, sampler, batch_size: int, workers: int):
+def make_loader(ds, sampler, batch_size: int, workers: int):
     from ..data.collate import collate
 
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
@@ -124,8 +124,8 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     d = cfg.data
     train_sampler = ShardSampler(len(train_ds), rank=ctx.rank, world_size=ctx.world_size, shuffle=True,
                                  seed=cfg.seed)
-    train_loader = _loader(train_ds, train_sampler, d.batch_size, d.workers)
-    test_loader = _loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=ctx.world_size),
+    train_loader = make_loader(train_ds, train_sampler, d.batch_size, d.workers)
+    test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=ctx.world_size),
                           d.eval_batch_size, d.workers)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) \
         if cfg.amp and ctx.device.type == "cuda" else contextlib.nullcontext

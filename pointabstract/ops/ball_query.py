@@ -7,7 +7,8 @@ import torch
 
 from . import _validate as V
 from ._backend import resolve
-from .knn import _as_numpy, _back, _empty_result, squared_norm
+from .kernels import to_numpy
+from .knn import _back, _empty_result, squared_norm
 
 __all__ = ["ball_query", "ball_query_naive"]
 
@@ -87,10 +88,10 @@ def _ball_numba(query, ref, radius, k, qlen, rlen, self_query):
     from .knn import _LEAF
 
     dist2, idx = _empty_result(query, k)
-    r_np = _as_numpy(ref)
+    r_np = to_numpy(ref)
     r2 = r_np.dtype.type(radius) * r_np.dtype.type(radius)  # the radius test in the input dtype
     trees = kdtree.allocate_trees(ref.shape[0], ref.shape[1], _LEAF, r_np.dtype)
-    run(kdtree.query_par, kdtree.query_ser, _as_numpy(query), qlen.cpu().numpy(), r_np,
+    run(kdtree.query_par, kdtree.query_ser, to_numpy(query), qlen.cpu().numpy(), r_np,
         rlen.cpu().numpy(), _LEAF, self_query, 1, k, r2, trees, dist2.numpy(), idx.numpy(),
         work=query.shape[0] * query.shape[1] * (k + _LEAF) * 8)
     return _back(dist2, idx, query)
@@ -100,7 +101,7 @@ def _ball_scipy(query, ref, radius, k, qlen, rlen, self_query):
     from scipy.spatial import cKDTree
 
     dist2, idx = _empty_result(query, k)
-    q_np, r_np = _as_numpy(query), _as_numpy(ref)
+    q_np, r_np = to_numpy(query), to_numpy(ref)
     r2 = torch.tensor(radius, dtype=dist2.dtype) ** 2
     for b, (mb, nb) in enumerate(zip(qlen.tolist(), rlen.tolist())):
         # scipy's test is on the Euclidean distance in float64: widen a little, then apply

@@ -87,17 +87,11 @@ def _start_indices(lengths: torch.Tensor, start: str, generator) -> torch.Tensor
     return (u.to(lengths.device) * lengths).long().minimum(lengths - 1)
 
 
-def _numpy(x: torch.Tensor) -> np.ndarray:
-    if x.dtype in (torch.float16, torch.bfloat16):
-        x = x.float()  # exact widening; the kernels are compiled for float32 / float64
-    return np.ascontiguousarray(x.detach().cpu().numpy())
-
-
 def _fps_numba(pos, m, lengths, starts):
-    from .kernels import fps, run
+    from .kernels import fps, run, to_numpy
 
     out = np.empty((pos.shape[0], m), np.int64)
-    run(fps.fps_par, fps.fps_ser, _numpy(pos), _numpy(lengths), m, _numpy(starts), out,
+    run(fps.fps_par, fps.fps_ser, to_numpy(pos), to_numpy(lengths), m, to_numpy(starts), out,
         work=pos.shape[0] * pos.shape[1] * m)
     return torch.from_numpy(out)
 
@@ -105,7 +99,9 @@ def _fps_numba(pos, m, lengths, starts):
 def _fps_fpsample(pos, m, lengths, starts):
     import fpsample
 
-    pts = _numpy(pos)
+    from .kernels import to_numpy
+
+    pts = to_numpy(pos)
     out = torch.full((pos.shape[0], m), -1, dtype=torch.int64)
     for b, (nb, s) in enumerate(zip(lengths.tolist(), starts.tolist())):
         take = min(m, nb)

@@ -7,6 +7,7 @@ import torch
 
 from . import _validate as V
 from ._backend import resolve
+from .kernels import to_numpy
 
 __all__ = ["knn", "knn_naive"]
 
@@ -96,12 +97,6 @@ def squared_norm(diff: torch.Tensor) -> torch.Tensor:
 # --- backends: (query, ref, k, query_lengths, ref_lengths, self_query) -> (dist2, idx) ------
 
 
-def _as_numpy(x: torch.Tensor) -> np.ndarray:
-    if x.dtype in (torch.float16, torch.bfloat16):
-        x = x.float()
-    return np.ascontiguousarray(x.cpu().numpy())
-
-
 def _empty_result(query, k):
     batch, m = query.shape[:2]
     dtype = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
@@ -115,7 +110,7 @@ def _knn_numba(query, ref, k, qlen, rlen, self_query):
 
     dist2, idx = _empty_result(query, k)
     d_np, i_np = dist2.numpy(), idx.numpy()
-    q_np, r_np = _as_numpy(query), _as_numpy(ref)
+    q_np, r_np = to_numpy(query), to_numpy(ref)
     ql_np, rl_np = qlen.cpu().numpy(), rlen.cpu().numpy()
     if query.shape[-1] == 3:
         trees = kdtree.allocate_trees(ref.shape[0], ref.shape[1], _LEAF, r_np.dtype)
@@ -142,7 +137,7 @@ def _back(dist2, idx, like):
 def _knn_per_cloud(query, ref, k, qlen, rlen, search):
     """Run ``search(ref_np, query_np, kk) -> idx (M, kk)`` per cloud; distances recomputed."""
     dist2, idx = _empty_result(query, k)
-    q_np, r_np = _as_numpy(query), _as_numpy(ref)
+    q_np, r_np = to_numpy(query), to_numpy(ref)
     for b, (mb, nb) in enumerate(zip(qlen.tolist(), rlen.tolist())):
         kk = min(k, nb)
         found = np.asarray(search(r_np[b, :nb], q_np[b, :mb], kk), dtype=np.int64).reshape(mb, kk)

@@ -33,6 +33,16 @@ except ImportError:  # pragma: no cover - exercised only in broken installs
     numba = None
     AVAILABLE = False
 
+def to_numpy(x: torch.Tensor):
+    """A contiguous numpy view / copy for the kernels (float16 / bfloat16 widened exactly to
+    float32: the kernels are compiled for float32, float64 and int64)."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()
+    import numpy as np
+
+    return np.ascontiguousarray(x.detach().cpu().numpy())
+
+
 _parallel_pid: int | None = None  # pid of the process that started the parallel pool
 _PARALLEL_FROM = 1 << 16  # operations; a parallel launch costs about 5-10 us
 
