@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from . import _validate as V
-from .gather import gather_points
+from .gather import take_rows
 from .knn import knn, squared_norm
 
 __all__ = ["chamfer_distance", "chamfer_distance_naive"]
@@ -72,7 +72,7 @@ def _one_direction(a, b, a_lengths, b_lengths, squared, backend):
                      backend=backend)
     idx = idx[..., 0]
     valid = idx >= 0
-    d2 = squared_norm(a - gather_points(b, idx.clamp(min=0)))  # (B, N_a), differentiable
+    d2 = squared_norm(a - take_rows(b, idx))  # (B, N_a), differentiable
     d = d2 if squared else _safe_sqrt(d2)
     return torch.where(valid, d, torch.zeros_like(d))
 

@@ -7,6 +7,7 @@ import torch
 
 from . import _validate as V
 from ._backend import resolve
+from .knn import squared_norm
 
 __all__ = ["farthest_point_sample", "farthest_point_sample_naive"]
 
@@ -128,23 +129,23 @@ def _fps_torch_cluster(pos, m, lengths, starts):
 
 
 def _fps_torch(pos, m, lengths, starts):
-    """Vectorised over the batch: one distance update and one argmax per step."""
+    """Vectorised over the batch: one distance update and one argmax per step.
+
+    Kept to few kernels per step (it is launch-bound on CUDA): padding points start at
+    distance -1, which ``minimum`` never raises, so they never win without a mask.
+    """
     batch, n, channels = pos.shape
     valid = torch.arange(n, device=pos.device) < lengths[:, None]  # (B, N)
-    mind = torch.where(valid, torch.inf, -1.0).to(pos.dtype)  # invalid points never win
-    out = torch.empty((batch, m), dtype=torch.int64, device=pos.device)
+    mind = torch.where(valid, torch.inf, -1.0).to(pos.dtype)
     last = starts.clone()
-    rows = torch.arange(batch, device=pos.device)
-    for s in range(m):
-        out[:, s] = last
-        sel = pos[rows, last]  # (B, C)
-        d = (pos[..., 0] - sel[:, None, 0]) ** 2
-        for c in range(1, channels):
-            d = d + (pos[..., c] - sel[:, None, c]) ** 2
-        mind = torch.where(valid, torch.minimum(mind, d), mind)
+    picks = []
+    for _ in range(m):
+        picks.append(last)
+        diff = pos - torch.gather(pos, 1, last.view(batch, 1, 1).expand(batch, 1, channels))
+        mind = torch.minimum(mind, squared_norm(diff))
         last = torch.argmax(mind, dim=1)
-    out[torch.arange(m, device=pos.device) >= lengths[:, None]] = -1
-    return out
+    out = torch.stack(picks, 1)
+    return out.masked_fill(torch.arange(m, device=pos.device) >= lengths[:, None], -1)
 
 
 _BACKENDS = {"numba": _fps_numba, "fpsample": _fps_fpsample,

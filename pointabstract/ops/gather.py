@@ -24,13 +24,22 @@ def gather_points(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """
     V.check_cloud("x", x, dim=None, finite=False)  # features may carry NaN; geometry may not
     V.check_index("idx", idx, x.shape[0], x.shape[1], x.device)
-    batch, n, channels = x.shape
-    offsets = torch.arange(batch, device=x.device).view(-1, *([1] * (idx.dim() - 1))) * n
-    flat = (idx.clamp(min=0) + offsets).reshape(-1)
-    out = x.reshape(batch * n, channels).index_select(0, flat).view(*idx.shape, channels)
+    out = take_rows(x, idx)
     if bool((idx < 0).any()):
         out = out.masked_fill((idx < 0).unsqueeze(-1), 0.0)
     return out
+
+
+def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``gather_points`` without checks or padding: -1 gathers row 0 (the caller masks it).
+
+    For the ops' own inner loops, where the indices are known to be valid and a host
+    round trip per call (the checks) would cost more than the gather on a GPU.
+    """
+    batch, n, channels = x.shape
+    offsets = torch.arange(batch, device=x.device).view(-1, *([1] * (idx.dim() - 1))) * n
+    flat = (idx.clamp(min=0) + offsets).reshape(-1)
+    return x.reshape(batch * n, channels).index_select(0, flat).view(*idx.shape, channels)
 
 
 def knn_interpolate(x: torch.Tensor, pos_x: torch.Tensor, pos_y: torch.Tensor, *, k: int = 3,

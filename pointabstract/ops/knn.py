@@ -20,8 +20,8 @@ def knn(query: torch.Tensor, ref: torch.Tensor, k: int, *,
     """The ``k`` nearest ``ref`` points of every ``query`` point, sorted by distance.
 
     Exact brute-force semantics: neighbours are ordered by ``(squared distance, index)``, so
-    equal distances go to the lower index (the ``"numba"`` backend reproduces this exactly;
-    library backends and ``"torch"`` may order exact ties differently). Pass the same tensor
+    equal distances go to the lower index (the ``"numba"`` and ``"torch"`` backends reproduce
+    this exactly; library backends may order exact ties differently). Pass the same tensor
     as ``query`` and ``ref`` for a self-KNN; each point is then its own first neighbour.
 
     Args:
@@ -33,7 +33,8 @@ def knn(query: torch.Tensor, ref: torch.Tensor, k: int, *,
             the missing neighbours are ``idx = -1`` and ``dist2 = inf``.
         backend: ``"auto"``, ``"numba"`` (KD-tree for C = 3, BLAS distances plus compiled
             selection otherwise), ``"pykdtree"``, ``"scipy"``, ``"open3d"``,
-            ``"torch_cluster"`` or ``"torch"`` (chunked dense, CPU and CUDA).
+            ``"torch_cluster"`` or ``"torch"`` (matmul distances with an exactness check,
+            CPU and CUDA).
 
     Returns:
         dist2: (B, M, K) squared Euclidean distances, ascending along K; differentiable
@@ -78,19 +79,20 @@ def knn_naive(query: torch.Tensor, ref: torch.Tensor, k: int, *,
 
 def _differentiable_dist2(query, ref, idx, dist2):
     """Recompute dist2 from gathered points so gradients reach query and ref."""
-    from .gather import gather_points
+    from .gather import take_rows
 
-    d = squared_norm(query.unsqueeze(2) - gather_points(ref, idx))  # (B, M, K)
+    d = squared_norm(query.unsqueeze(2) - take_rows(ref, idx))  # (B, M, K)
     return torch.where(idx >= 0, d, dist2)
 
 
 def squared_norm(diff: torch.Tensor) -> torch.Tensor:
     """Sum of squares over the last dim; channel by channel (the kernels' order) for C <= 3."""
+    sq = diff * diff
     if diff.shape[-1] > 3:
-        return (diff * diff).sum(-1)
-    out = diff[..., 0] * diff[..., 0]
+        return sq.sum(-1)
+    out = sq[..., 0]
     for c in range(1, diff.shape[-1]):
-        out = out + diff[..., c] * diff[..., c]
+        out = out + sq[..., c]
     return out
 
 
@@ -147,14 +149,14 @@ def _knn_per_cloud(query, ref, k, qlen, rlen, search):
 
 def _recompute_sorted(query, ref, idx, dist2):
     """Exact dist2 for the found indices (the reference's arithmetic), sorted by (d, idx)."""
-    from .gather import gather_points
+    from .gather import take_rows
 
     q = query.float() if query.dtype in (torch.float16, torch.bfloat16) else query
     r = (ref.float() if ref.dtype in (torch.float16, torch.bfloat16) else ref).to(idx.device)
     q = q.to(idx.device)
     batch, m, k = idx.shape
     step = max(1, _TORCH_CHUNK // max(1, batch * k * q.shape[-1]))  # bound the (B, m', K, C) gather
-    d = torch.cat([squared_norm(gather_points(r, idx[:, s : s + step]) - q[:, s : s + step, None])
+    d = torch.cat([squared_norm(take_rows(r, idx[:, s : s + step]) - q[:, s : s + step, None])
                    for s in range(0, m, step)], 1)
     d = torch.where(idx >= 0, d, torch.full_like(d, float("inf")))
     idx_sorted, order = torch.sort(idx, dim=-1, stable=True)
@@ -207,31 +209,92 @@ _TORCH_CHUNK = 1 << 24  # distance-matrix entries per chunk (64 MiB in float32)
 
 
 def _knn_torch(query, ref, k, qlen, rlen, self_query):
-    """Chunked dense distances + topk; runs wherever torch does (CPU, CUDA)."""
+    """Exact KNN in plain torch (CPU and CUDA): matmul distances pick candidates, then check.
+
+    1. Approximate distances ``|q|^2 + |r|^2 - 2 q.r`` (one batched matmul per chunk of
+       queries) select the ``k + slack`` nearest candidates of every query.
+    2. Their exact distances (the reference's arithmetic) are sorted by (distance, index).
+    3. A query is proven done when the smallest approximate distance left out, minus a
+       rounding-error bound, exceeds its exact k-th distance: then no excluded point can be
+       nearer or tied. The few queries that fail the check are redone by exact brute force.
+    So results equal ``knn_naive`` (ties to the lowest index) at matmul speed.
+    """
     batch, m, channels = query.shape
     n = ref.shape[1]
     dev = query.device
+    work = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
+    q, r = query.to(work), ref.to(work)
     ref_valid = torch.arange(n, device=dev) < rlen[:, None]  # (B, N)
-    kk = min(k, n)
-    dists, idxs = [], []
-    step = max(1, _TORCH_CHUNK // max(1, batch * n * (channels if channels <= 3 else 1)))
+    cand = min(n, k + max(8, k // 2))
+    step = max(1, _TORCH_CHUNK // max(1, batch * n))
+    idxs, lasts = [], []
     for s in range(0, m, step):
-        q = query[:, s : s + step]
-        if channels <= 3:  # exact, in the reference's arithmetic
-            d = squared_norm(q.unsqueeze(2) - ref.unsqueeze(1))  # (B, m', N)
-        else:
-            d = _approx_dist2(q, ref)
-        d = d.masked_fill(~ref_valid[:, None, :], float("inf"))
-        dists_c, idx_c = torch.topk(d, kk, dim=-1, largest=False, sorted=True)
-        dists.append(dists_c)
-        idxs.append(idx_c)
-    dist2 = torch.full((batch, m, k), float("inf"), dtype=query.dtype, device=dev)
-    idx = torch.full((batch, m, k), -1, dtype=torch.int64, device=dev)
-    idx[..., :kk] = torch.cat(idxs, 1)
-    dist2[..., :kk] = torch.cat(dists, 1)
-    idx = idx.masked_fill(torch.isinf(dist2), -1)
-    idx = idx.masked_fill((torch.arange(m, device=dev) >= qlen[:, None])[..., None], -1)
-    return _recompute_sorted(query, ref, idx, dist2)
+        a = _approx_dist2(q[:, s : s + step], r).masked_fill(~ref_valid[:, None, :], float("inf"))
+        a_c, i_c = torch.topk(a, cand, dim=-1, largest=False, sorted=True)
+        idxs.append(i_c.masked_fill(torch.isinf(a_c), -1))
+        lasts.append(a_c[..., -1])
+    idx = torch.cat(idxs, 1)  # (B, M, cand), -1 where the ref point is padding
+    dist2, idx = _sort_candidates(q, r, idx)
+    dist2, idx = dist2[..., :k], idx[..., :k]
+    q_valid = torch.arange(m, device=dev) < qlen[:, None]  # (B, M)
+    if cand < n:  # some valid points may have been left out: prove they are farther
+        excluded = torch.cat(lasts, 1)  # smallest approximate distance left out (lower bound)
+        bound = _approx_error(q, r, ref_valid)
+        unproven = q_valid & (cand < rlen[:, None]) & ~(excluded - bound > dist2[..., -1])
+        if bool(unproven.any()):
+            bb, mm = unproven.nonzero(as_tuple=True)
+            dist2[bb, mm], idx[bb, mm] = _knn_rows_exact(q, r, ref_valid, bb, mm, k)
+    idx = idx.masked_fill(~q_valid[..., None], -1)
+    dist2 = dist2.masked_fill(idx < 0, float("inf"))
+    return dist2.to(query.dtype), idx
+
+
+def _sort_candidates(q, r, idx):
+    """Exact distances of the candidates, sorted by (distance, index); -1 slots (inf) last."""
+    from .gather import take_rows
+
+    batch, m, c = idx.shape
+    step = max(1, _TORCH_CHUNK // max(1, batch * c * q.shape[-1]))  # bound the (B, m', K, C) gather
+    d = torch.cat([squared_norm(take_rows(r, idx[:, s : s + step]) - q[:, s : s + step, None])
+                   for s in range(0, m, step)], 1)
+    d = d.masked_fill(idx < 0, float("inf"))
+    idx, order = torch.sort(idx, dim=-1)  # indices ascending (-1 first, at inf)...
+    d = torch.gather(d, -1, order)
+    d, order = torch.sort(d, dim=-1, stable=True)  # ...so a stable sort by distance breaks ties
+    return d, torch.gather(idx, -1, order)
+
+
+def _approx_error(q, r, ref_valid):
+    """(B, M) bound on |approximate - exact| squared distance for every query.
+
+    Rounding of |q|^2, |r|^2 and q.r in a C-term sum is at most about C * eps times
+    |q|^2 + |r|^2 + 2 |q||r|; a factor 4 covers the final additions and blocked matmuls.
+    eps follows the matmul precision torch is set to use (TF32 / bf16 when allowed).
+    """
+    eps = torch.finfo(q.dtype).eps
+    if q.dtype == torch.float32:
+        precision = torch.get_float32_matmul_precision()
+        if q.is_cuda and torch.backends.cuda.matmul.allow_tf32 or precision == "high":
+            eps = 2.0 ** -10
+        if precision == "medium":
+            eps = 2.0 ** -7
+    qq = (q * q).sum(-1)  # (B, M)
+    rr = (r * r).sum(-1).masked_fill(~ref_valid, 0).amax(-1, keepdim=True)  # (B, 1)
+    return 4.0 * (q.shape[-1] + 2) * eps * (qq + rr + 2 * (qq * rr).sqrt())
+
+
+def _knn_rows_exact(q, r, ref_valid, bb, mm, k):
+    """Brute force for the queries (bb[i], mm[i]): (P, k) distances and indices."""
+    out_d, out_i = [], []
+    n = r.shape[1]
+    step = max(1, _TORCH_CHUNK // max(1, n * q.shape[-1]))
+    for s in range(0, bb.numel(), step):
+        b, i = bb[s : s + step], mm[s : s + step]
+        d = squared_norm(r[b] - q[b, i][:, None, :]).masked_fill(~ref_valid[b], float("inf"))
+        d, order = torch.sort(d, dim=-1, stable=True)  # ties: lower index first
+        out_d.append(d[:, :k])
+        out_i.append(order[:, :k].masked_fill(torch.isinf(d[:, :k]), -1))
+    return torch.cat(out_d), torch.cat(out_i)
 
 
 _BACKENDS = {"numba": _knn_numba, "pykdtree": _knn_pykdtree, "scipy": _knn_scipy,

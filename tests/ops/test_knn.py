@@ -68,6 +68,46 @@ def test_feature_space(backend, channels):
         assert (i == i_ref).float().mean() > 0.999
 
 
+def test_torch_backend_is_exact_on_a_lattice_full_of_ties():
+    # integer coordinates: many neighbours tie exactly at the k-th distance, and more points
+    # than candidates, so the (distance, index) order must survive the candidate selection
+    g = torch.stack(torch.meshgrid(*[torch.arange(12.0)] * 3, indexing="ij"), -1).reshape(1, -1, 3)
+    pos = torch.cat([g, g.flip(1)])
+    for k in (1, 6, 7, 8, 19, 27):  # k = 8 cuts through 12 ties: redone by brute force
+        d, i = knn(pos, pos, k, backend="torch")
+        d_ref, i_ref = knn_naive(pos, pos, k)
+        assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+
+
+def test_torch_backend_redoes_queries_it_cannot_prove():
+    # far from the origin the matmul distances lose most digits in float32: the rounding
+    # bound then fails for most queries and they are redone by brute force
+    pos = cloud(2, 600, seed=11) * 1e-3 + 300.0
+    d, i = knn(pos, pos, 8, backend="torch")
+    d_ref, i_ref = knn_naive(pos, pos, 8)
+    assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+
+
+@pytest.mark.parametrize("precision", ["high", "medium"])
+def test_torch_backend_stays_exact_with_reduced_matmul_precision(precision):
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        feats = cloud(2, 400, 32, seed=12)
+        d, i = knn(feats, feats, 10, backend="torch")
+    finally:
+        torch.set_float32_matmul_precision(before)
+    d_ref, i_ref = knn_naive(feats, feats, 10)
+    assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+
+
+def test_torch_backend_is_exact_in_feature_space():
+    feats = cloud(3, 700, 64, seed=13)
+    d, i = knn(feats[:, :300], feats, 40, backend="torch")
+    d_ref, i_ref = knn_naive(feats[:, :300], feats, 40)
+    assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+
+
 def test_hand_computed_line():
     # points at x = 0, 1, 3, 6; query x = 2.5: neighbours 3 (0.25), 1 (2.25), 0 (6.25)
     ref = torch.tensor([[[0.0, 0, 0], [1, 0, 0], [3, 0, 0], [6, 0, 0]]])
