@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -38,15 +39,26 @@ class DistContext:
 def init_distributed(device: str = "auto") -> DistContext:
     """Read torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK) and pick the device.
 
-    ``device="auto"``: CUDA (one GPU per local rank) when available, else CPU.
+    ``device="auto"``: CUDA, one GPU per local rank, when there are enough GPUs for the
+    processes on this node; otherwise CPU (gloo), with a warning when GPUs are present.
+    ``device="cuda"`` with more local processes than GPUs is a ValueError.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = "cuda" if gpus >= local_world else "cpu"
+        if gpus and device == "cpu" and local == 0:
+            warnings.warn(f"{local_world} processes per node but {gpus} GPU(s): training on CPU "
+                          f"with gloo (launch at most {gpus} processes per node to use the GPUs)",
+                          stacklevel=2)
     dev = torch.device(device)
     if dev.type == "cuda" and dev.index is None:
+        if local >= gpus:
+            raise ValueError(f"device='cuda' with {local_world} processes per node but {gpus} GPU(s): "
+                             f"launch at most {gpus} processes per node, or use device=cpu")
         dev = torch.device("cuda", local)
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
