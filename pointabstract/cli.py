@@ -17,8 +17,9 @@ def _bench_ops(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     realdata = args.realdata if args.realdata.is_dir() else None
-    print(f"# ops benchmark ({bench.environment()})", flush=True)
-    rows = bench.run(quick=args.quick, repeats=args.repeats, realdata=realdata,
+    env = bench.environment(args.device)
+    print(f"# ops benchmark ({env})", flush=True)
+    rows = bench.run(quick=args.quick, repeats=args.repeats, realdata=realdata, device=args.device,
                      progress=lambda s: print(s, flush=True))
     table = bench.format_table(rows)
     worst = bench.slowest_peer_ratio(rows)
@@ -28,8 +29,9 @@ def _bench_ops(args: argparse.Namespace) -> int:
     print("\n" + table + "\n\n" + summary)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        command = "pointabstract bench ops" + (" --quick" if args.quick else "")
-        args.out.write_text(f"# Ops benchmark\n\n`{command}` on {bench.environment()}; medians of "
+        command = ("pointabstract bench ops" + (" --quick" if args.quick else "")
+                   + (f" --device {args.device}" if args.device != "cpu" else ""))
+        args.out.write_text(f"# Ops benchmark\n\n`{command}` on {env}; medians of "
                             f"{args.repeats} runs after a warm-up, in milliseconds.\n\n"
                             f"{table}\n\n{summary}\n")
         print(f"wrote {args.out}")
@@ -136,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
     ops.add_argument("--realdata", type=Path, default=DEFAULT_REALDATA,
                      help="folder with scenes/*_xyzrgb.npy for the real-scene rows")
+    ops.add_argument("--device", default="cpu",
+                     help="cpu, or cuda: the same workloads on the GPU against peers that take CUDA tensors")
     ops.add_argument("--out", type=Path, help="also write the table to this markdown file")
     ops.set_defaults(func=_bench_ops)
 

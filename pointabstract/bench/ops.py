@@ -6,7 +6,9 @@ uses the real ScanNet scene when ``../shared/realdata`` is present. A peer whose
 call takes longer than ``slow_s`` seconds is timed once and marked "(1 run)".
 
 Run: ``pointabstract bench ops`` or ``python tools/benchmark_ops.py`` (``--quick`` for a
-short run with fewer repeats and without the 100k-point workloads).
+short run with fewer repeats and without the 100k-point workloads). ``--device cuda`` runs the
+same workloads on the GPU against the peers that take CUDA tensors (timings synchronise the
+device before and after each call).
 """
 
 from __future__ import annotations
@@ -47,45 +49,47 @@ class Row:
         return None if self.peer_ms is None else self.peer_ms / self.ours_ms
 
 
-def _points(batch: int, n: int, c: int = 3, seed: int = 0) -> torch.Tensor:
+def _points(batch: int, n: int, c: int = 3, seed: int = 0, device: str = "cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return torch.rand(batch, n, c, generator=g) * 2 - 1
+    return (torch.rand(batch, n, c, generator=g) * 2 - 1).to(device)
 
 
 def _bind(fn, *args):
     return lambda: fn(*args)
 
 
-def workloads(realdata: Path | None = None) -> list[Workload]:
-    """The issue's CPU workloads (plus small sizes, and the real scene when available)."""
+def workloads(realdata: Path | None = None, device: str = "cpu") -> list[Workload]:
+    """The issue's workloads (plus small sizes, and the real scene when available) on ``device``."""
     out = []
+    fps_peers = peers.available(peers.FPS, device)
+    knn_peers = peers.available(peers.KNN, device)
+    feature_peers = peers.available(peers.KNN_FEATURES, device)
+    chamfer_peers = peers.available(peers.CHAMFER, device)
     for batch, n, m, big in [(16, 1024, 512, False), (16, 2048, 1024, False), (1, 100_000, 4096, True)]:
-        pos = _points(batch, n, seed=n)
+        pos = _points(batch, n, seed=n, device=device)
         label = f"B={batch} N={n} -> {m}"
         out.append(Workload("fps", label, _bind(ops.farthest_point_sample, pos, m),
-                            {k: _bind(f, pos, m) for k, f in peers.available(peers.FPS).items()}, big))
+                            {k: _bind(f, pos, m) for k, f in fps_peers.items()}, big))
     for batch, n, k, big in [(1, 64, 8, False), (16, 1024, 20, False), (16, 2048, 40, False),
                              (1, 100_000, 16, True)]:
-        pos = _points(batch, n, seed=n + 1)
+        pos = _points(batch, n, seed=n + 1, device=device)
         out.append(Workload("knn", f"B={batch} N={n} K={k}", _bind(ops.knn, pos, pos, k),
-                            {p: _bind(f, pos, pos, k) for p, f in peers.available(peers.KNN).items()},
-                            big))
-    feats = _points(16, 512, 128, seed=3)
+                            {p: _bind(f, pos, pos, k) for p, f in knn_peers.items()}, big))
+    feats = _points(16, 512, 128, seed=3, device=device)
     out.append(Workload("knn features", "B=16 N=512 C=128 K=40", _bind(ops.knn, feats, feats, 40),
-                        {p: _bind(f, feats, feats, 40)
-                         for p, f in peers.available(peers.KNN_FEATURES).items()}))
-    x, y = _points(32, 2048, seed=4), _points(32, 2048, seed=5)
+                        {p: _bind(f, feats, feats, 40) for p, f in feature_peers.items()}))
+    x, y = _points(32, 2048, seed=4, device=device), _points(32, 2048, seed=5, device=device)
     out.append(Workload("chamfer fwd+bwd", "B=32 N=M=2048", _bind(_our_chamfer, x, y),
-                        {p: _bind(f, x, y) for p, f in peers.available(peers.CHAMFER).items()}))
+                        {p: _bind(f, x, y) for p, f in chamfer_peers.items()}))
     scene = _scannet(realdata)
     if scene is not None:
+        scene = scene.to(device)
         n = scene.shape[1]
         out.append(Workload("fps", f"ScanNet scene N={n} -> 4096",
                             _bind(ops.farthest_point_sample, scene, 4096),
-                            {k: _bind(f, scene, 4096) for k, f in peers.available(peers.FPS).items()}, True))
+                            {k: _bind(f, scene, 4096) for k, f in fps_peers.items()}, True))
         out.append(Workload("knn", f"ScanNet scene N={n} K=16", _bind(ops.knn, scene, scene, 16),
-                            {p: _bind(f, scene, scene, 16) for p, f in peers.available(peers.KNN).items()},
-                            True))
+                            {p: _bind(f, scene, scene, 16) for p, f in knn_peers.items()}, True))
     return out
 
 
@@ -104,36 +108,40 @@ def _scannet(realdata: Path | None) -> torch.Tensor | None:
     return torch.from_numpy(np.load(files[0])[:, :3].astype(np.float32))[None]
 
 
-def time_call(fn, repeats: int, slow_s: float) -> tuple[float, str]:
-    """Median milliseconds of ``repeats`` calls after one warm-up call."""
-    start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
+def time_call(fn, repeats: int, slow_s: float, device: str = "cpu") -> tuple[float, str]:
+    """Median milliseconds of ``repeats`` calls after one warm-up call.
+
+    On CUDA the device is synchronised before the clock starts and before it stops, so a
+    call's time includes the kernels it queued.
+    """
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+
+    def once() -> float:
+        sync()
+        start = time.perf_counter()
+        fn()
+        sync()
+        return time.perf_counter() - start
+
+    first = once()
     if first > slow_s:  # too slow to repeat: report the single (already warm) run
-        start = time.perf_counter()
-        fn()
-        return (time.perf_counter() - start) * 1e3, "(1 run)"
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3, ""
+        return once() * 1e3, "(1 run)"
+    return statistics.median(once() for _ in range(repeats)) * 1e3, ""
 
 
 def run(*, quick: bool = False, repeats: int = 5, slow_s: float = 20.0,
-        realdata: Path | None = None, progress=print) -> list[Row]:
-    """Time every workload (ours and peers); returns one row per (workload, peer)."""
+        realdata: Path | None = None, device: str = "cpu", progress=print) -> list[Row]:
+    """Time every workload (ours and peers) on ``device``; one row per (workload, peer)."""
     rows = []
-    for w in workloads(realdata):
+    for w in workloads(realdata, device):
         if quick and w.big:
             continue
-        ours, _ = time_call(w.ours, repeats, slow_s)
+        ours, _ = time_call(w.ours, repeats, slow_s, device)
         progress(f"{w.op:16s} {w.label:30s} ours {_ms(ours):>9s} ms")
         for name, fn in w.peers.items():
             if quick and name in ("open3d KDTreeFlann",):
                 continue  # a Python loop per query: minutes on the big rows, seconds otherwise
-            ms, note = time_call(fn, repeats, slow_s)
+            ms, note = time_call(fn, repeats, slow_s, device)
             rows.append(Row(w.op, w.label, ours, name, ms, note))
             progress(f"{'':16s} {'':30s} {name:26s} {_ms(ms):>9s} ms  ratio {ms / ours:6.2f}")
         if not w.peers:
@@ -141,11 +149,13 @@ def run(*, quick: bool = False, repeats: int = 5, slow_s: float = 20.0,
     return rows
 
 
-def environment() -> str:
+def environment(device: str = "cpu") -> str:
     import numba
 
-    return (f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
-            f"python {platform.python_version()}, torch {torch.__version__}, numba {numba.__version__}")
+    where = (torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda"
+             else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads")
+    return (f"{where}, python {platform.python_version()}, torch {torch.__version__}, "
+            f"numba {numba.__version__}")
 
 
 def _ms(value: float) -> str:

@@ -44,9 +44,9 @@ def fps_fpsample_bucket(pos, m):
 def fps_torch_loop(pos, m):
     """The FPS loop found in most PyTorch PointNet++ ports: one argmax per step."""
     batch, n, _ = pos.shape
-    mind = torch.full((batch, n), float("inf"))
-    last = torch.zeros(batch, dtype=torch.long)
-    rows = torch.arange(batch)
+    mind = torch.full((batch, n), float("inf"), device=pos.device)
+    last = torch.zeros(batch, dtype=torch.long, device=pos.device)
+    rows = torch.arange(batch, device=pos.device)
     for _ in range(m):
         d = ((pos - pos[rows, last][:, None]) ** 2).sum(-1)
         mind = torch.minimum(mind, d)
@@ -57,7 +57,7 @@ def fps_torch_cluster(pos, m):
     import torch_cluster
 
     batch, n, _ = pos.shape
-    torch_cluster.fps(pos.reshape(-1, 3), torch.arange(batch).repeat_interleave(n),
+    torch_cluster.fps(pos.reshape(-1, 3), torch.arange(batch, device=pos.device).repeat_interleave(n),
                       ratio=(m - 0.5) / n, random_start=False)
 
 
@@ -107,8 +107,9 @@ def knn_torch_cluster(query, ref, k):
 
     batch, m, c = query.shape
     n = ref.shape[1]
+    rows = torch.arange(batch, device=ref.device)
     torch_cluster.knn(ref.reshape(-1, c), query.reshape(-1, c), k,
-                      torch.arange(batch).repeat_interleave(n), torch.arange(batch).repeat_interleave(m))
+                      rows.repeat_interleave(n), rows.repeat_interleave(m))
 
 
 def knn_pytorch3d(query, ref, k):
@@ -175,6 +176,12 @@ CHAMFER = {"scipy cKDTree": (chamfer_scipy, "scipy"), "pykdtree": (chamfer_pykdt
            "pytorch3d": (chamfer_pytorch3d, "pytorch3d"), "dense torch": (chamfer_dense_torch, "torch")}
 
 
-def available(table: dict) -> dict:
-    """The peers of ``table`` whose library imports here: ``{name: function}``."""
-    return {name: fn for name, (fn, module) in table.items() if _has(module)}
+# peers that take CUDA tensors (the others are CPU libraries)
+CUDA_CAPABLE = {"torch-cluster", "pytorch3d", "torch loop", "dense torch"}
+
+
+def available(table: dict, device: str = "cpu") -> dict:
+    """The peers of ``table`` whose library imports here and runs on ``device``."""
+    on_cuda = torch.device(device).type == "cuda"
+    return {name: fn for name, (fn, module) in table.items()
+            if _has(module) and (not on_cuda or name in CUDA_CAPABLE)}

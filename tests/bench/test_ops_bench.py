@@ -43,3 +43,12 @@ def test_cli_help(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "ops", "--help"])
     assert "--quick" in capsys.readouterr().out
+
+
+def test_cuda_runs_keep_only_peers_that_take_cuda_tensors():
+    from pointabstract.bench import peers
+
+    for table in (peers.FPS, peers.KNN, peers.KNN_FEATURES, peers.CHAMFER):
+        names = set(peers.available(table, "cuda"))
+        assert names <= peers.CUDA_CAPABLE and names & {"torch loop", "dense torch"}
+    assert "pykdtree" in peers.available(peers.KNN, "cpu")
