@@ -229,7 +229,7 @@ def _knn_torch(query, ref, k, qlen, rlen, self_query):
     step = max(1, _TORCH_CHUNK // max(1, batch * n))
     idxs, lasts = [], []
     for s in range(0, m, step):
-        a = _approx_dist2(q[:, s : s + step], r).masked_fill(~ref_valid[:, None, :], float("inf"))
+        a = _approx_dist2(q[:, s : s + step], r).masked_fill_(~ref_valid[:, None, :], float("inf"))
         a_c, i_c = torch.topk(a, cand, dim=-1, largest=False, sorted=True)
         idxs.append(i_c.masked_fill(torch.isinf(a_c), -1))
         lasts.append(a_c[..., -1])
