@@ -30,7 +30,8 @@ def model_cost(name: str = "centroid_transformer", *, n: int = 1024, num_classes
 
     MACs are half the FLOPs that ``torch.utils.flop_counter`` attributes to matrix products
     and convolutions; the compiled KNN / FPS kernels and the fused neighbour products run
-    outside torch and are not counted (they add O(N K C) work, small next to the linear layers).
+    outside torch and are not counted (O(M K C) per attention block and O(M N C) per
+    feature-space KNN: about 0.06 GMACs for the paper's model at N = 1024, against 1.74 counted).
     """
     import torch
     from torch.utils.flop_counter import FlopCounterMode
