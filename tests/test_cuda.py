@@ -29,20 +29,22 @@ def test_backends_report_cuda_choices():
         ops.knn(_clouds(1, 8).cuda(), _clouds(1, 8).cuda(), 2, backend="numba")
 
 
+@pytest.mark.parametrize("backend", ["auto", "numba", "torch"])  # auto: numba through the host
 @pytest.mark.parametrize("n, m", [(7, 7), (1000, 64), (4096, 512)])
-def test_fps_matches_cpu(n, m):
+def test_fps_matches_cpu(n, m, backend):
     pos = _clouds(3, n)
     lengths = torch.tensor([n, max(1, n // 2), n])
     cpu = ops.farthest_point_sample(pos, m, lengths=lengths)
-    gpu = ops.farthest_point_sample(pos.cuda(), m, lengths=lengths.cuda())
+    gpu = ops.farthest_point_sample(pos.cuda(), m, lengths=lengths.cuda(), backend=backend)
     assert gpu.device.type == "cuda"
     assert torch.equal(gpu.cpu(), cpu)
 
 
-def test_fps_duplicates_on_cuda():
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+def test_fps_duplicates_on_cuda(backend):
     pos = torch.zeros(1, 10, 3, device=CUDA)
     pos[0, 5:] = 1.0
-    idx = ops.farthest_point_sample(pos, 4)[0].tolist()
+    idx = ops.farthest_point_sample(pos, 4, backend=backend)[0].tolist()
     assert idx[:2] == [0, 5]
 
 

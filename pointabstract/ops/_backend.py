@@ -3,7 +3,8 @@
 Backends:
 
 - ``"torch"``: plain torch, CPU and CUDA, every op.
-- ``"numba"``: pointabstract's compiled CPU kernels (:mod:`pointabstract.ops.kernels`).
+- ``"numba"``: pointabstract's compiled CPU kernels (:mod:`pointabstract.ops.kernels`); FPS
+  also takes CUDA tensors, through the host.
 - ``"fpsample"``, ``"pykdtree"``, ``"scipy"``, ``"open3d"``: CPU libraries called per cloud.
 - ``"torch_cluster"``: CPU and CUDA, when installed (optional extra ``peers``).
 
@@ -25,6 +26,8 @@ _OP_BACKENDS: dict[str, tuple[str, ...]] = {
     "ball_query": ("numba", "scipy", "torch"),
 }
 _CPU_ONLY = {"numba", "fpsample", "pykdtree", "scipy", "open3d"}
+# ...except these, which copy CUDA inputs to the host and the result back (measured faster)
+_HOST_ROUND_TRIP = {("farthest_point_sample", "numba")}
 _MODULES = {
     "numba": "numba",
     "fpsample": "fpsample",
@@ -40,13 +43,15 @@ _MODULES = {
 # B=16 N=1024 up to N=100k and are level with pykdtree on a real 81k-point scan; only a single
 # tiny cloud (N=64) goes faster through pykdtree, whose call costs ~10 us less, and going
 # through our pykdtree backend (which recomputes distances) would cost more than it saves.
-# So the CPU rules are plain preference lists. On CUDA the torch implementation is used (no
-# host round trip), torch-cluster first for FPS when installed (`bench ops --device cuda` on
-# an H100: our torch FPS / KNN run 0.6-0.8x / 0.1-0.6x the speed of the approximate,
-# unvalidated torch one-liners; see the README).
+# So the CPU rules are plain preference lists. On CUDA (`bench ops --device cuda` on an H100)
+# FPS goes through the host: its m dependent steps cost a kernel launch each on the GPU, and
+# the numba kernel plus two copies beat the torch loop on every workload; torch-cluster's CUDA
+# kernel (not measured) comes after it. KNN and ball query stay on the GPU with torch (our
+# exact KNN runs 0.1-0.6x the speed of the approximate, unvalidated cdist + topk; README).
+# Measured there: FPS through the host 8-16x faster than the torch loop.
 _AUTO: dict[tuple[str, str], tuple[str, ...]] = {
     ("farthest_point_sample", "cpu"): ("numba", "fpsample", "torch"),
-    ("farthest_point_sample", "cuda"): ("torch_cluster", "torch"),
+    ("farthest_point_sample", "cuda"): ("numba", "torch_cluster", "torch"),
     ("knn", "cpu"): ("numba", "pykdtree", "scipy", "torch"),
     ("knn", "cuda"): ("torch",),
     ("ball_query", "cpu"): ("numba", "scipy", "torch"),
@@ -86,7 +91,7 @@ def resolve(op: str, backend: str, device: torch.device, *, channels: int = 3) -
 def _resolve(op: str, backend: str, device_type: str, xyz: bool) -> str:
     known = _OP_BACKENDS[op]
     usable = [b for b in known if is_available(b)
-              and (device_type == "cpu" or b not in _CPU_ONLY)
+              and (device_type == "cpu" or b not in _CPU_ONLY or (op, b) in _HOST_ROUND_TRIP)
               and (xyz or b in _ANY_CHANNELS.get(op, ()))]
     if backend == "auto":
         kind = "cpu" if device_type == "cpu" else "cuda"

@@ -35,10 +35,12 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
             from the centroid).
         generator: torch.Generator used by ``start="random"``.
         backend: ``"auto"``, ``"numba"``, ``"fpsample"``, ``"torch_cluster"`` or ``"torch"``.
-            On CPU the numba kernel prunes with a KD-tree on clouds of 1536+ points (only the
+            The numba kernel prunes with a KD-tree on clouds of 1536+ points (only the
             neighbourhood of each new pick is updated), which keeps it exact and makes an
             approximate bucket sampler unnecessary: it beats fpsample's approximate QuickFPS
-            on every workload of ``pointabstract bench ops``.
+            on every workload of ``pointabstract bench ops``. It also takes CUDA tensors
+            (copied to the host and back), and ``"auto"`` uses it there too: FPS is m
+            dependent steps, each a few kernel launches on a GPU.
 
     Returns:
         idx: (B, M) int64; ``idx[b, j]`` indexes ``pos[b]`` and is the j-th pick.
@@ -94,7 +96,7 @@ def _fps_numba(pos, m, lengths, starts):
     out = np.empty((pos.shape[0], m), np.int64)
     run(fps.fps_par, fps.fps_ser, to_numpy(pos), to_numpy(lengths), m, to_numpy(starts), out,
         work=pos.shape[0] * pos.shape[1] * m)
-    return torch.from_numpy(out)
+    return torch.from_numpy(out).to(pos.device)  # CUDA input: a host round trip (see _backend)
 
 
 def _fps_fpsample(pos, m, lengths, starts):

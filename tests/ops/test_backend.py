@@ -18,6 +18,10 @@ def test_auto_picks_the_compiled_kernels_on_cpu():
     assert resolve("farthest_point_sample", "auto", cpu) == "numba"
     assert resolve("knn", "auto", cpu, channels=128) == "numba"
     assert resolve("knn", "auto", torch.device("cuda")) == "torch"
+    # FPS on CUDA goes through the host kernel (a launch per step on the GPU is slower)
+    assert resolve("farthest_point_sample", "auto", torch.device("cuda")) == "numba"
+    with pytest.raises(ValueError, match="'numba' does not run on cuda"):
+        resolve("ball_query", "numba", torch.device("cuda"))
 
 
 def test_unknown_backend_lists_the_choices():
