@@ -45,10 +45,9 @@ _MODULES = {
 # through our pykdtree backend (which recomputes distances) would cost more than it saves.
 # So the CPU rules are plain preference lists. On CUDA (`bench ops --device cuda` on an H100)
 # FPS goes through the host: its m dependent steps cost a kernel launch each on the GPU, and
-# the numba kernel plus two copies beat the torch loop on every workload; torch-cluster's CUDA
-# kernel (not measured) comes after it. KNN and ball query stay on the GPU with torch (our
-# exact KNN runs 0.1-0.6x the speed of the approximate, unvalidated cdist + topk; README).
-# Measured there: FPS through the host 8-16x faster than the torch loop.
+# the numba kernel plus two copies beat a torch loop 8-16x on every workload; torch-cluster's
+# CUDA kernel (not measured) comes after it. KNN and ball query stay on the GPU with torch
+# (our exact KNN runs 0.1-0.6x the speed of the approximate, unvalidated cdist + topk; README).
 _AUTO: dict[tuple[str, str], tuple[str, ...]] = {
     ("farthest_point_sample", "cpu"): ("numba", "fpsample", "torch"),
     ("farthest_point_sample", "cuda"): ("numba", "torch_cluster", "torch"),
