@@ -30,6 +30,16 @@ SAMPLINGS = ("first", "random", "fps")
 _SPLITS = ("train", "test")
 
 
+def check_sampling(sampling: str, num_points: int | None = None, undersized: str = "error") -> None:
+    """Validate the arguments every loader passes on to :func:`point_indices`."""
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    if num_points is not None and (not isinstance(num_points, int) or num_points < 1):
+        raise ValueError(f"num_points must be a positive int or None, got {num_points!r}")
+    if undersized not in ("error", "repeat"):
+        raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
+
+
 def point_indices(n: int, num_points: int | None, *, sampling: str = "first",
                   rng: np.random.Generator | None = None, pos: np.ndarray | None = None,
                   source: str = "sample", undersized: str = "error") -> np.ndarray:
@@ -51,8 +61,7 @@ def point_indices(n: int, num_points: int | None, *, sampling: str = "first",
         idx: (M,) int64; ``idx[j]`` indexes the stored points; no index repeats unless N < M
         and ``undersized="repeat"``.
     """
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    check_sampling(sampling, undersized=undersized)
     if rng is None and (sampling == "random" or undersized == "repeat"):
         raise ValueError(f"rng is needed for sampling={sampling!r} / undersized={undersized!r}")
     if sampling == "fps" and pos is None:
@@ -62,8 +71,6 @@ def point_indices(n: int, num_points: int | None, *, sampling: str = "first",
     if n < num_points:
         if undersized == "repeat" and n > 0:
             return np.concatenate([rng.permutation(n), rng.integers(0, n, num_points - n)])
-        if undersized not in ("error", "repeat"):
-            raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
         raise ValueError(f"{source}: has {n} points, fewer than num_points={num_points} (points "
                          "are repeated only with undersized='repeat'; or lower num_points)")
     if sampling == "first":
@@ -207,10 +214,7 @@ class ModelNet40(PointDataset):
         super().__init__(transform=transform, seed=seed)
         if split not in _SPLITS:
             raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
-        if sampling not in SAMPLINGS:
-            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-        if num_points is not None and (not isinstance(num_points, int) or num_points < 1):
-            raise ValueError(f"num_points must be a positive int or None, got {num_points!r}")
+        check_sampling(sampling, num_points)
         self.root, self.split, self.num_points, self.sampling = Path(root), split, num_points, sampling
         self.use_normals, self.resample_meshes, self.mesh_points = use_normals, resample_meshes, mesh_points
         self.layout, self.folder = detect_layout(root, layout=layout, off_folders=self.off_folders)

@@ -9,7 +9,7 @@ import numpy as np
 from .base import PointDataset
 from .categories import SHAPENET_PART
 from .checksums import check_finite
-from .modelnet import SAMPLINGS, list_folder, point_indices
+from .modelnet import check_sampling, list_folder, point_indices
 from .shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
 
 __all__ = ["CORE_LAYOUTS", "SHAPENET_CORE13", "ShapeNetCore", "find_ply_folder", "read_ply_points"]
@@ -136,8 +136,7 @@ class ShapeNetCore(PointDataset):
         super().__init__(transform=transform, seed=seed)
         if layout is not None and layout not in CORE_LAYOUTS:
             raise ValueError(f"layout must be one of {CORE_LAYOUTS} or None, got {layout!r}")
-        if sampling not in SAMPLINGS:
-            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+        check_sampling(sampling, num_points, undersized)
         root = Path(root)
         folder = find_ply_folder(root) if layout in (None, "ply") else None
         self._part = None
@@ -157,8 +156,6 @@ class ShapeNetCore(PointDataset):
             return
         if split not in ("train", "test"):
             raise ValueError(f"split must be 'train' or 'test' for the PLY layout, got {split!r}")
-        if undersized not in ("error", "repeat"):
-            raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
         self.layout, self.folder, self.split = "ply", folder, split
         self.num_points, self.sampling, self.undersized = num_points, sampling, undersized
         self.category_names = tuple(name for name, _ in SHAPENET_CORE13)

@@ -11,7 +11,7 @@ import numpy as np
 from .base import LayoutNotFoundError, PointDataset
 from .categories import CATEGORY_BY_NAME, CATEGORY_BY_SYNSET, SHAPENET_PART
 from .checksums import check_columns, check_finite, read_h5
-from .modelnet import SAMPLINGS, list_folder, point_indices
+from .modelnet import check_sampling, list_folder, point_indices
 
 __all__ = ["PART_LAYOUTS", "PART_SPLITS", "ShapeNetPart", "detect_part_layout", "resolve_categories"]
 
@@ -163,12 +163,7 @@ class ShapeNetPart(PointDataset):
         super().__init__(transform=transform, seed=seed)
         if split not in PART_SPLITS:
             raise ValueError(f"split must be one of {PART_SPLITS}, got {split!r}")
-        if sampling not in SAMPLINGS:
-            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-        if num_points is not None and (not isinstance(num_points, int) or num_points < 1):
-            raise ValueError(f"num_points must be a positive int or None, got {num_points!r}")
-        if undersized not in ("error", "repeat"):
-            raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
+        check_sampling(sampling, num_points, undersized)
         self.split, self.num_points, self.sampling = split, num_points, sampling
         self.use_normals, self.undersized = use_normals, undersized
         self.category_ids = resolve_categories(categories)

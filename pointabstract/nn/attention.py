@@ -60,30 +60,26 @@ def _fused_ok(q: torch.Tensor, kv: torch.Tensor) -> bool:
             and q.dtype in (torch.float32, torch.float64))
 
 
-def _np(t: torch.Tensor):
-    return t.detach().contiguous().numpy()
-
-
 class _NeighbourDot(torch.autograd.Function):
     """logits[b, m, k, h] = q[b, m, h] . key[b, idx[b, m, k], h] (keys: kv[..., :H D])."""
 
     @staticmethod
     def forward(ctx, q, kv, idx):
-        from ..ops.kernels import neighbour, run
+        from ..ops.kernels import neighbour, run, to_numpy
 
-        q, kv = q.contiguous(), kv.contiguous()
+        q, kv = q.contiguous(), kv.contiguous()  # saved for backward, whose grads match them
         out = q.new_empty(*idx.shape, q.shape[2])
-        run(neighbour.dot_forward, neighbour.dot_forward_ser, _np(q), _np(kv), _np(idx), out.numpy())
+        run(neighbour.dot_forward, neighbour.dot_forward_ser, *map(to_numpy, (q, kv, idx)), out.numpy())
         ctx.save_for_backward(q, kv, idx)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour, run
+        from ..ops.kernels import neighbour, run, to_numpy
 
         q, kv, idx = ctx.saved_tensors
         grad_q, grad_kv = torch.empty_like(q), torch.zeros_like(kv)
-        run(neighbour.dot_backward, neighbour.dot_backward_ser, _np(grad), _np(q), _np(kv), _np(idx),
+        run(neighbour.dot_backward, neighbour.dot_backward_ser, *map(to_numpy, (grad, q, kv, idx)),
             grad_q.numpy(), grad_kv.numpy())
         return grad_q, grad_kv, None
 
@@ -93,22 +89,22 @@ class _NeighbourSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, w, kv, idx):
-        from ..ops.kernels import neighbour, run
+        from ..ops.kernels import neighbour, run, to_numpy
 
         w, kv = w.contiguous(), kv.contiguous()
         heads = w.shape[3]
         out = w.new_empty(w.shape[0], w.shape[1], heads, kv.shape[2] // (2 * heads))
-        run(neighbour.sum_forward, neighbour.sum_forward_ser, _np(w), _np(kv), _np(idx), out.numpy())
+        run(neighbour.sum_forward, neighbour.sum_forward_ser, *map(to_numpy, (w, kv, idx)), out.numpy())
         ctx.save_for_backward(w, kv, idx)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour, run
+        from ..ops.kernels import neighbour, run, to_numpy
 
         w, kv, idx = ctx.saved_tensors
         grad_w, grad_kv = torch.empty_like(w), torch.zeros_like(kv)
-        run(neighbour.sum_backward, neighbour.sum_backward_ser, _np(grad), _np(w), _np(kv), _np(idx),
+        run(neighbour.sum_backward, neighbour.sum_backward_ser, *map(to_numpy, (grad, w, kv, idx)),
             grad_w.numpy(), grad_kv.numpy())
         return grad_w, grad_kv, None
 
