@@ -25,8 +25,9 @@ from torch import nn
 
 from ..nn import MLP, CentroidAttention, FeedForward, MultiHeadSelfAttention, make_norm
 from ..ops import gather_points, knn, nearest_upsample
+from .spec import ModelSpec
 
-__all__ = ["CentroidTransformer", "CentroidTransformerConfig", "SABlock", "CABlock"]
+__all__ = ["SPECS", "CentroidTransformer", "CentroidTransformerConfig", "SABlock", "CABlock"]
 
 
 @dataclass
@@ -152,3 +153,26 @@ class CentroidTransformer(nn.Module):
         if return_features:
             out["blocks"] = blocks
         return out
+
+
+_CT = (CentroidTransformer, CentroidTransformerConfig, "classification")
+# a forward + backward step in a fraction of a second (registry smoke test)
+_TINY = {"widths": (8, 16, 16, 32), "heads": 2, "k": 8, "fuse_dim": 16, "head_dims": (16,),
+         "embed_k": 4}
+
+SPECS = {
+    "centroid_transformer": ModelSpec(
+        *_CT, tiny=_TINY, doc="SA-CA-SA-CA classifier, FPS init, T = 1 (the paper's ModelNet40 model)"),
+    "self_attention_transformer": ModelSpec(
+        *_CT, {"downsample": False, "k": None}, tiny=_TINY,
+        doc="same widths, four self-attention blocks, no downsampling (k=None: full attention)"),
+    # the paper's Table 3: other ways to go from N to M points in the two downsampling blocks
+    "ct_fps_only": ModelSpec(*_CT, {"init": "fps", "iters": 0}, tiny=_TINY,
+                             doc="Table 3: FPS subset, no update"),
+    "ct_random": ModelSpec(*_CT, {"init": "random", "iters": 0}, tiny=_TINY,
+                           doc="Table 3: random subset, no update"),
+    "ct_kmeans": ModelSpec(*_CT, {"init": "kmeans", "iters": 0}, tiny=_TINY,
+                           doc="Table 3: k-means (3 rounds), no update"),
+    "ct_t2": ModelSpec(*_CT, {"iters": 2}, tiny=_TINY, doc="Table 3: centroid attention with T = 2"),
+    "ct_t3": ModelSpec(*_CT, {"iters": 3}, tiny=_TINY, doc="Table 3: centroid attention with T = 3"),
+}
