@@ -43,7 +43,7 @@ demo: setup
 	@test -f $(SYNTH)/modelnet40_ply_hdf5_2048/shape_names.txt || \
 	  $(PY) -m pointabstract.cli data synth --out $(SYNTH)
 	$(PY) -m pointabstract.cli train demo
-	$(PY) -m pointabstract.cli eval runs/demo/last.pt --out runs/demo --neighbourhoods
+	$(PY) -m pointabstract.cli eval runs/demo/last.pt --neighbourhoods
 
 test: setup
 	$(PY) -m pytest -q -m "not slow"

@@ -6,7 +6,7 @@ import pytest
 
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
-from tests.engine.conftest import TINY_MODEL
+from tests.fixtures import TINY_MODEL
 
 
 @pytest.fixture(scope="module")

@@ -152,7 +152,7 @@ def test_bf16_autocast_forward_is_finite():
 def test_training_on_cuda_with_amp(tmp_path):
     from pointabstract.engine import load_checkpoint, load_config, train
 
-    from .engine.conftest import TINY_MODEL, write_tiny_modelnet
+    from .fixtures import TINY_MODEL, write_tiny_modelnet
 
     write_tiny_modelnet(tmp_path / "data")
     cfg = load_config(None, [f"data.root={tmp_path / 'data'}", "data.num_points=48", "data.batch_size=8",

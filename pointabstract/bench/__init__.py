@@ -1,1 +1,26 @@
-"""Benchmarks printed as tables (the ``pointabstract bench ...`` commands)."""
+"""Benchmarks printed as tables: ``pointabstract bench NAME``.
+
+Every benchmark is a module here with ``add_arguments(parser)`` and ``main(args) -> int``
+(its docstring's first line is the command's help), listed once in :data:`BENCHES`.
+Comparisons over seeds share :mod:`.seeds` (mean ± std, markdown + JSON under runs/bench/).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["BENCHES", "bench_module"]
+
+# name -> module (imported when the command line is built)
+BENCHES: dict[str, str] = {
+    "ops": "pointabstract.bench.ops",
+    "models": "pointabstract.bench.models",
+    "data": "pointabstract.bench.data",
+}
+
+
+def bench_module(name: str):
+    """The module of benchmark ``name``; ValueError listing the choices otherwise."""
+    if name not in BENCHES:
+        raise ValueError(f"unknown benchmark {name!r}; choose from {sorted(BENCHES)}")
+    return importlib.import_module(BENCHES[name])

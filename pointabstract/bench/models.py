@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 __all__ = ["ablation_table", "format_scaling", "measure_one", "model_cost", "scaling"]
 
@@ -157,25 +158,82 @@ def format_scaling(rows: list[dict], *, batch: int) -> str:
     return "\n".join(lines) + f"\n\nforward + backward of one batch of {batch} clouds, CPU."
 
 
-ABLATIONS = ("ct_fps_only", "ct_random", "ct_kmeans", "centroid_transformer", "ct_t2", "ct_t3")
+ABLATIONS = ("ct_fps_only", "ct_random", "ct_kmeans", "centroid_transformer", "ct_t2", "ct_t3",
+             "self_attention_transformer")
+LEVEL_ROOTS = {"easy": "datasets/synthetic", "hard": "datasets/synthetic-hard"}
 
 
 def ablation_table(preset: str = "demo", *, models=ABLATIONS, overrides: list[str] | None = None,
-                   out_root: str = "runs/bench_table3", progress=print) -> list[dict]:
-    """Train every variant with the same preset and budget; accuracy and samples/s per model."""
+                   seeds: int | list[int] = 1, out_root: str = "runs/bench_table3",
+                   progress=print) -> list[dict]:
+    """Train every variant with the same preset and budget at every seed; one row per run with
+    accuracy and median training samples/s (see :func:`pointabstract.bench.seeds.run_seeds`)."""
     from ..engine import load_config, train
+    from .seeds import run_seeds
 
-    rows = []
-    for name in models:
-        cfg = load_config(preset, [*(overrides or []), f"model={name}", f"log.out_dir={out_root}/{name}",
+    def run_one(name: str, seed: int) -> dict:
+        out = f"{out_root}/{name}/seed{seed}"
+        cfg = load_config(preset, [*(overrides or []), f"model={name}", f"seed={seed}", f"log.out_dir={out}",
                                    "log.progress=false", "log.tensorboard=false"])
-        started = time.perf_counter()
         metrics = train(cfg)
-        log = [json.loads(line) for line in open(f"{out_root}/{name}/metrics.jsonl")]
-        rows.append({"model": name, "overall_accuracy": metrics["overall_accuracy"],
-                     "mean_class_accuracy": metrics["mean_class_accuracy"],
-                     "samples_per_s": statistics.median(r["samples_per_s"] for r in log),
-                     "minutes": (time.perf_counter() - started) / 60})
-        progress(f"{name:24s} accuracy {rows[-1]['overall_accuracy']:.4f}  "
-                 f"{rows[-1]['samples_per_s']:.0f} samples/s")
-    return rows
+        log = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
+        return {"overall_accuracy": metrics["overall_accuracy"],
+                "mean_class_accuracy": metrics["mean_class_accuracy"],
+                "samples_per_s": statistics.median(r["samples_per_s"] for r in log)}
+
+    return run_seeds(list(models), run_one, seeds=seeds, progress=progress)
+
+
+def add_arguments(parser) -> None:
+    """``pointabstract bench models`` arguments."""
+    parser.add_argument("--points", type=int, nargs="+", default=[512, 1024, 2048, 4096])
+    parser.add_argument("--batch", type=int, default=8, help="clouds per batch in the scaling runs")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--table3", action="store_true",
+                        help="also train the downsampling variants (minutes each)")
+    parser.add_argument("--table3-only", action="store_true", help="skip the size and scaling runs")
+    parser.add_argument("--preset", default="demo", help="training preset of the Table 3 runs")
+    parser.add_argument("--seeds", type=int, default=1, help="Table 3: seeds per variant (mean ± std)")
+    parser.add_argument("--level", choices=sorted(LEVEL_ROOTS),
+                        help="Table 3 on the built-in synthetic data of this level (sets data.root)")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="Table 3 config overrides")
+    parser.add_argument("--out", type=Path, help="also write the tables to this markdown file")
+
+
+def main(args) -> int:
+    """Model size, centroid vs full attention scaling, and Table 3 over seeds."""
+    import sys
+
+    from .seeds import format_table, summarise, write_results
+
+    command = "pointabstract " + " ".join(sys.argv[1:])
+    text = []
+    if not args.table3_only:
+        cost = model_cost("centroid_transformer", n=1024)
+        text.append(f"## Size\n\ncentroid_transformer at the paper's widths, N = 1024, 40 classes: "
+                    f"{cost['params_m']:.2f} M parameters, {cost['gmacs']:.2f} GMACs per cloud "
+                    f"(paper: {PAPER_COST['params_m']} M, {PAPER_COST['gmacs']} GMACs)")
+        print(text[-1], flush=True)
+        rows = scaling(tuple(args.points), batch=args.batch, repeats=args.repeats)
+        text.append("## Scaling: centroid transformer vs full self-attention\n\n"
+                    + format_scaling(rows, batch=args.batch))
+    if args.table3 or args.table3_only:
+        overrides = list(args.overrides)
+        if args.level:
+            overrides.insert(0, f"data.root={LEVEL_ROOTS[args.level]}")
+        rows = ablation_table(args.preset, overrides=overrides, seeds=args.seeds)
+        cols = ["overall_accuracy", "mean_class_accuracy", "samples_per_s"]
+        table = format_table(summarise(rows, cols), cols, reference="centroid_transformer",
+                             key="overall_accuracy",
+                             labels={"overall_accuracy": "test overall accuracy",
+                                     "mean_class_accuracy": "mean class accuracy",
+                                     "samples_per_s": "train samples/s"})
+        name = f"table3_{args.level or 'preset'}_{args.seeds}seeds"
+        md, _ = write_results(name, rows, table, command=command)
+        text.append(f"## Table 3 on preset '{args.preset}' {' '.join(overrides)}\n\n{table}\n\n(also {md})")
+    report = "\n\n".join(text)
+    print("\n" + report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(f"# Model benchmarks\n\n`{command}`\n\n{report}\n")
+    return 0

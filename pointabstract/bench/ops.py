@@ -25,6 +25,9 @@ import torch
 from .. import ops
 from . import peers
 
+# the real-data subsets shipped beside the project (../shared/realdata), for the scene rows
+DEFAULT_REALDATA = Path(__file__).resolve().parents[3] / "shared" / "realdata"
+
 
 @dataclass
 class Workload:
@@ -177,3 +180,43 @@ def slowest_peer_ratio(rows: list[Row]) -> float | None:
     """The smallest peer / ours ratio (>= 1.0 means no peer beat us)."""
     ratios = [r.ratio for r in rows if r.ratio is not None]
     return min(ratios) if ratios else None
+
+
+def add_arguments(parser) -> None:
+    """``pointabstract bench ops`` arguments."""
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer workloads (no 100k-point clouds) for a short run")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per entry (median)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
+    parser.add_argument("--realdata", type=Path, default=DEFAULT_REALDATA,
+                        help="folder with scenes/*_xyzrgb.npy for the real-scene rows")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu, or cuda: the same workloads on the GPU against peers that take "
+                             "CUDA tensors")
+    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
+
+
+def main(args) -> int:
+    """FPS / KNN / Chamfer against every importable peer."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    realdata = args.realdata if args.realdata.is_dir() else None
+    env = environment(args.device)
+    print(f"# ops benchmark ({env})", flush=True)
+    rows = run(quick=args.quick, repeats=args.repeats, realdata=realdata, device=args.device,
+               progress=lambda s: print(s, flush=True))
+    table = format_table(rows)
+    worst = slowest_peer_ratio(rows)
+    summary = ("no peer was faster on any workload" if worst is not None and worst >= 1.0
+               else f"a peer was faster somewhere (lowest peer / ours ratio {worst:.2f})"
+               if worst is not None else "no peer importable")
+    print("\n" + table + "\n\n" + summary)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        command = ("pointabstract bench ops" + (" --quick" if args.quick else "")
+                   + (f" --device {args.device}" if args.device != "cpu" else ""))
+        args.out.write_text(f"# Ops benchmark\n\n`{command}` on {env}; medians of "
+                            f"{args.repeats} runs after a warm-up, in milliseconds.\n\n"
+                            f"{table}\n\n{summary}\n")
+        print(f"wrote {args.out}")
+    return 0

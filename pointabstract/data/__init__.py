@@ -1,6 +1,6 @@
 """Datasets in their published layouts, transforms, collation, and the built-in synthetic set."""
 
-from .base import SAMPLE_KEYS, PointDataset, sample_rng
+from .base import SAMPLE_KEYS, LayoutNotFoundError, PointDataset, sample_rng
 from .baseline import evaluate_baseline
 from .categories import MODELNET10, MODELNET40, SHAPENET_PART, PartCategory, part_range
 from .checksums import ARCHIVES, file_md5, verify_md5
@@ -29,7 +29,8 @@ from .transforms import (
 )
 
 __all__ = [
-    "ARCHIVES", "MODELNET10", "MODELNET40", "PART_PAD", "SAMPLE_KEYS", "SHAPENET_CORE13", "SHAPENET_PART",
+    "ARCHIVES", "LayoutNotFoundError",
+    "MODELNET10", "MODELNET40", "PART_PAD", "SAMPLE_KEYS", "SHAPENET_CORE13", "SHAPENET_PART",
     "SYNTHETIC_CLASSES", "build_shape", "evaluate_baseline", "generate_synthetic",
     "Compose", "Jitter", "ModelNet10", "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere",
     "PartCategory", "PointDataset", "RandomDropout", "RandomRotate", "RandomSO3Rotation", "RandomScale",

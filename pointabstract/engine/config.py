@@ -2,7 +2,8 @@
 
 A preset is one flat mapping (no nesting, no inheritance): top-level keys of
 :class:`RunConfig` (``model``, ``task``, ``seed``, ...), ``data.*``, ``optim.*``, ``log.*``,
-and ``model.*`` for the fields of the chosen model's config dataclass. Command-line overrides
+``model.*`` for the fields of the chosen model's config dataclass and ``task.*`` for the fields
+of the task's settings dataclass (e.g. ``task.votes`` for classification). Command-line overrides
 use the same keys (``optim.lr=3e-4 model.k=16``); values are parsed as YAML scalars / lists.
 Unknown keys are an error naming them.
 """
@@ -16,22 +17,21 @@ from pathlib import Path
 
 import yaml
 
-from ..models import MODELS, model_config
+from ..models import MODELS, model_config, model_task
 
 __all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "load_config", "preset_path",
-           "to_flat"]
+           "to_flat", "upgrade_flat"]
 
 PRESETS = Path(__file__).resolve().parents[1] / "configs"
 
 
 @dataclass
 class DataConfig:
-    dataset: str = "modelnet40"  # modelnet40 | modelnet10
+    dataset: str = "modelnet40"  # which loader reads data.root (the task lists its choices)
     root: str = "datasets/synthetic"  # folder holding one of the dataset's layouts
     num_points: int = 1024  # points per shape fed to the model
     sampling: str = "random"  # training subset of the stored points: first | random | fps
     use_normals: bool = False  # feed normals as extra per-point features
-    augment: str = "scale_translate"  # none | scale_translate | rotate_up (+ scale/translate)
     batch_size: int = 32  # per process
     eval_batch_size: int = 64  # per process
     workers: int = 2  # DataLoader worker processes
@@ -46,7 +46,6 @@ class OptimConfig:
     schedule: str = "step"  # step (x gamma every step_size epochs) | cosine (to 0 at the end)
     step_size: int = 20  # epochs between decays of the step schedule
     gamma: float = 0.7  # decay factor of the step schedule
-    label_smoothing: float = 0.0  # cross-entropy label smoothing
     grad_clip: float = 0.0  # max gradient norm (0: off)
 
 
@@ -61,22 +60,29 @@ class LogConfig:
 @dataclass
 class RunConfig:
     model: str = "centroid_transformer"  # registry name (pointabstract.models.MODELS)
-    task: str = "classification"  # what to train
+    task: str = ""  # what to train; empty: the task the model serves (ModelSpec.task)
     seed: int = 0  # model init, data order and augmentation
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     amp: bool = True  # mixed precision (bfloat16 autocast) on CUDA; ignored on CPU
-    votes: int = 1  # evaluation: average logits over this many augmented copies
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     log: LogConfig = field(default_factory=LogConfig)
     model_args: dict = field(default_factory=dict)  # the "model.*" keys
+    task_args: dict = field(default_factory=dict)  # the "task.*" keys
 
     def model_config(self, **fixed):
         """The model's config dataclass: registry defaults, then ``model.*`` keys, then ``fixed``."""
         return model_config(self.model, **{**self.model_args, **fixed})
 
+    def task_config(self):
+        """The task's settings dataclass filled from the ``task.*`` keys."""
+        from .tasks import task_class
+
+        return task_class(self.task).settings(**self.task_args)
+
 
 _SECTIONS = {"data": DataConfig, "optim": OptimConfig, "log": LogConfig}
+_ARGS = ("model_args", "task_args")
 
 
 def preset_path(name_or_path: str) -> Path:
@@ -111,7 +117,7 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
 
 
 def _from_flat(flat: dict) -> RunConfig:
-    top = {f.name: f for f in dataclasses.fields(RunConfig) if f.name not in (*_SECTIONS, "model_args")}
+    top = {f.name: f for f in dataclasses.fields(RunConfig) if f.name not in (*_SECTIONS, *_ARGS)}
     cfg = RunConfig()
     unknown = []
     for key, value in flat.items():
@@ -124,20 +130,45 @@ def _from_flat(flat: dict) -> RunConfig:
                 setattr(getattr(cfg, section), name, _coerce(key, fields[name], value))
             else:
                 unknown.append(key)
-        elif section == "model" and name:
-            cfg.model_args[name] = value
+        elif section in ("model", "task") and name:
+            getattr(cfg, f"{section}_args")[name] = value
         else:
             unknown.append(key)
     if unknown:
         valid = sorted([*top, *(f"{s}.{f.name}" for s, c in _SECTIONS.items() for f in dataclasses.fields(c)),
-                        "model.<field of the model's config>"])
+                        "model.<field of the model's config>", "task.<field of the task's settings>"])
         raise ValueError(f"unknown config key(s) {sorted(unknown)}; valid keys: {valid}")
     if cfg.model not in MODELS:
         raise ValueError(f"unknown model '{cfg.model}'; choose from {sorted(MODELS)}")
+    served = model_task(cfg.model)
+    if not cfg.task:
+        cfg.task = served
+    elif cfg.task != served:
+        raise ValueError(f"model '{cfg.model}' serves the '{served}' task, the config asks for "
+                         f"task '{cfg.task}'")
     model_cfg = cfg.model_config()  # validates the model.* keys (naming unknown ones)
     types = {f.name: f for f in dataclasses.fields(model_cfg)}
     cfg.model_args = {k: _coerce(f"model.{k}", types[k], v) for k, v in cfg.model_args.items()}
+    from .tasks import task_class
+
+    settings = task_class(cfg.task).settings
+    types = {f.name: f for f in dataclasses.fields(settings)}
+    unknown = sorted(set(cfg.task_args) - set(types))
+    if unknown:
+        raise ValueError(f"unknown config key(s) {[f'task.{k}' for k in unknown]} for the '{cfg.task}' "
+                         f"task; valid keys: {sorted(f'task.{k}' for k in types)}")
+    cfg.task_args = {k: _coerce(f"task.{k}", types[k], v) for k, v in cfg.task_args.items()}
     return cfg
+
+
+# keys of checkpoints written before task settings had their own section
+_LEGACY_KEYS = {"votes": "task.votes", "data.augment": "task.augment",
+                "optim.label_smoothing": "task.label_smoothing"}
+
+
+def upgrade_flat(flat: dict) -> dict:
+    """A saved flat config in today's keys (older checkpoints kept task settings elsewhere)."""
+    return {_LEGACY_KEYS.get(k, k): v for k, v in flat.items()}
 
 
 def _coerce(key: str, fld: dataclasses.Field, value):
@@ -166,12 +197,14 @@ def _coerce(key: str, fld: dataclasses.Field, value):
 def to_flat(cfg: RunConfig) -> dict:
     """The resolved config as one flat mapping (what ``config.yaml`` beside a checkpoint holds)."""
     flat = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-            if f.name not in (*_SECTIONS, "model_args")}
+            if f.name not in (*_SECTIONS, *_ARGS)}
     for section in _SECTIONS:
         for key, value in dataclasses.asdict(getattr(cfg, section)).items():
             flat[f"{section}.{key}"] = value
     for key, value in dataclasses.asdict(cfg.model_config()).items():
         flat[f"model.{key}"] = list(value) if isinstance(value, tuple) else value
+    for key, value in dataclasses.asdict(cfg.task_config()).items():
+        flat[f"task.{key}"] = list(value) if isinstance(value, tuple) else value
     return flat
 
 

@@ -19,25 +19,25 @@ def _pyplot():
     return plt
 
 
-def plot_curves(metrics_jsonl: str | Path, out: str | Path) -> Path:
-    """Loss and accuracy per epoch from the run's metrics.jsonl."""
+def plot_curves(metrics_jsonl: str | Path, out: str | Path, *,
+                panels: dict[str, list[str]] | None = None) -> Path:
+    """Per-epoch curves from the run's metrics.jsonl: the training loss, then one panel per
+    entry of ``panels`` (``{title: [logged keys]}``, e.g. a task's :meth:`curves`); keys a row
+    lacks (epochs without evaluation) are skipped for that row."""
     rows = [json.loads(line) for line in Path(metrics_jsonl).read_text().splitlines() if line.strip()]
+    panels = {"loss": ["train_loss", "test_loss"], **(panels or {})}
     plt = _pyplot()
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
-    epochs = [r["epoch"] for r in rows]
-    ax_loss.plot(epochs, [r["train_loss"] for r in rows], label="train loss")
-    ax_loss.set_xlabel("epoch")
-    ax_loss.set_ylabel("cross-entropy")
-    ax_loss.legend()
-    ax_acc.plot(epochs, [r["train_accuracy"] for r in rows], label="train accuracy")
-    tested = [r for r in rows if "test_overall_accuracy" in r]
-    ax_acc.plot([r["epoch"] for r in tested], [r["test_overall_accuracy"] for r in tested], "o-",
-                label="test overall accuracy")
-    ax_acc.plot([r["epoch"] for r in tested], [r["test_mean_class_accuracy"] for r in tested], "s--",
-                label="test mean class accuracy")
-    ax_acc.set_xlabel("epoch")
-    ax_acc.set_ylim(0, 1)
-    ax_acc.legend(loc="lower right")
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for ax, (title, keys) in zip(axes[0], panels.items()):
+        for style, key in zip(("-", "o-", "s--", "^:", "d-."), keys):
+            have = [r for r in rows if isinstance(r.get(key), (int, float))]
+            if have:
+                ax.plot([r["epoch"] for r in have], [r[key] for r in have], style,
+                        label=key.replace("_", " "))
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(title)
+        if ax.lines:
+            ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

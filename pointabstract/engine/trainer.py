@@ -16,14 +16,13 @@ from tqdm import tqdm
 
 from ..models import build_model
 from .checkpoint import atomic_save, load_checkpoint, rng_state, set_rng_state
-from .classification import ClassificationTask
 from .config import RunConfig, to_flat
 from .distributed import DistContext, init_distributed
-from .plots import plot_confusion, plot_curves
+from .plots import plot_curves
+from .report import write_report
+from .tasks import task_class
 
-__all__ = ["TASKS", "ShardSampler", "build_optimizer", "make_loader", "train"]
-
-TASKS = {"classification": ClassificationTask}
+__all__ = ["ShardSampler", "build_optimizer", "make_loader", "train"]
 
 
 class ShardSampler(torch.utils.data.Sampler):
@@ -75,7 +74,8 @@ def _seed_everything(seed: int) -> None:
 
 
 def make_loader(ds, sampler, batch_size: int, workers: int):
-    from ..data.collate import collate
+    """A DataLoader over ``ds`` with our collate (ragged batches get ``lengths``)."""
+    from ..data import collate
 
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
                                        collate_fn=collate, persistent_workers=False,
@@ -84,6 +84,9 @@ def make_loader(ds, sampler, batch_size: int, workers: int):
 
 def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None) -> dict:
     """Train ``cfg.model`` on ``cfg.task``; returns the last evaluation's metrics.
+
+    The loop knows only the :class:`~pointabstract.engine.tasks.base.Task` protocol: the task
+    gives datasets, the loss of a batch, metrics and which metric picks ``best.pt``.
 
     Args:
         cfg: the run configuration; everything is written under ``cfg.log.out_dir``.
@@ -100,9 +103,7 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
 def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None) -> dict:
     out = Path(cfg.log.out_dir)
     _seed_everything(cfg.seed)
-    task = TASKS[cfg.task](cfg) if cfg.task in TASKS else None
-    if task is None:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {cfg.task!r}")
+    task = task_class(cfg.task)(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)
     core = model
@@ -110,6 +111,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
     opt, sched = build_optimizer(cfg, core)
+    sign = 1.0 if task.mode == "max" else -1.0  # best.pt keeps the largest sign * metric
     start, step, best, best_epoch = 0, 0, -math.inf, 0
     if resume:
         ckpt = load_checkpoint(out / "last.pt")
@@ -139,47 +141,48 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         sched.step()
         row = {"epoch": epoch + 1, "step": step, **stats, "lr": opt.param_groups[0]["lr"]}
         if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == cfg.optim.epochs:
-            metrics = task.evaluate(model, test_loader, ctx.device, votes=cfg.votes, autocast=autocast)
-            row.update({f"test_{k}": metrics[k] for k in ("overall_accuracy", "mean_class_accuracy")})
-            if metrics[task.metric] > best:
-                best, best_epoch = metrics[task.metric], epoch + 1
+            metrics = task.evaluate(model, test_loader, ctx.device, autocast=autocast)
+            row.update({f"test_{k}": v for k, v in metrics.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)})
+            if sign * metrics[task.metric] > best:
+                best, best_epoch = sign * metrics[task.metric], epoch + 1
         if ctx.is_main:
             state = {"model": core.state_dict(), "optimizer": opt.state_dict(),
                      "scheduler": sched.state_dict(),
                      "epoch": epoch + 1, "step": step, "rng": rng_state(), "config": to_flat(cfg),
-                     "model_name": cfg.model, "task": cfg.task, "class_names": task.class_names,
+                     "model_name": cfg.model, "task": cfg.task, "task_state": task.state(),
                      "best_metric": best, "best_epoch": best_epoch, "metrics": metrics}
-            log.epoch(row, state, is_best=best_epoch == epoch + 1 and "test_overall_accuracy" in row)
+            log.epoch(row, state, is_best=best_epoch == epoch + 1)
         ctx.barrier()
     if ctx.is_main:
-        log.finish(metrics, task.class_names)
+        log.finish(metrics, task, epoch=stop)
     return metrics
 
 
 def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
     model.train()
-    total_loss, correct, seen, started = 0.0, 0, 0, time.perf_counter()
+    sums: dict[str, float] = {"loss": 0.0}
+    seen, started = 0, time.perf_counter()
     bar = tqdm(loader, desc=f"epoch {epoch + 1}/{cfg.optim.epochs}", leave=False,
                disable=not (ctx.is_main and cfg.log.progress))
     for batch in bar:
         with autocast():
-            logits = task.forward(model, batch, ctx.device)
-        loss = task.loss(logits, batch)
+            loss, stats = task.step(model, batch, ctx.device)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()
         step += 1
-        n = len(batch["label"])
-        total_loss += loss.item() * n
-        correct += int((logits.argmax(-1).cpu() == batch["label"]).sum())
+        n = len(batch["pos"])
+        for key, value in {"loss": loss.item(), **stats}.items():
+            sums[key] = sums.get(key, 0.0) + float(value) * n
         seen += n
         rate = seen / max(1e-9, time.perf_counter() - started)
         bar.set_postfix(loss=f"{loss.item():.3f}", samples_per_s=f"{rate:.0f}")
     elapsed = time.perf_counter() - started
-    return {"train_loss": total_loss / max(1, seen), "train_accuracy": correct / max(1, seen),
-            "samples_per_s": seen / max(1e-9, elapsed) * ctx.world_size, "epoch_s": elapsed}, step
+    means = {f"train_{key}": total / max(1, seen) for key, total in sums.items()}
+    return {**means, "samples_per_s": seen / max(1e-9, elapsed) * ctx.world_size, "epoch_s": elapsed}, step
 
 
 class _RunLog:
@@ -213,11 +216,12 @@ class _RunLog:
         if is_best:
             atomic_save(state, self.out / "best.pt")
 
-    def finish(self, metrics: dict, class_names: list[str]) -> None:
+    def finish(self, metrics: dict, task, *, epoch: int) -> None:
+        """curves.png, then metrics.json and report.md of the last evaluation."""
         if self.tb is not None:
             self.tb.close()
-        plot_curves(self.jsonl, self.out / "curves.png")
+        plot_curves(self.jsonl, self.out / "curves.png", panels=task.curves())
         if metrics:
-            (self.out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-            plot_confusion(metrics["confusion"], class_names, self.out / "confusion.png",
-                           title=f"{self.cfg.model}: test overall accuracy {metrics['overall_accuracy']:.3f}")
+            record = {**metrics, "model": self.cfg.model, "task": self.cfg.task, "epoch": epoch,
+                      "data_root": self.cfg.data.root}
+            write_report(record, self.out, task=task, title=f"Training run of {self.cfg.model}")

@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Load the checkpoint, then show the window or write the PNG. Returns the exit code."""
-    from ..engine.classification import MissingDatasetError
+    from ..engine import MissingDatasetError
     from .app import KEYMAP, NO_DISPLAY, NoDisplayError, ViewerState, has_display, run_viewer
     from .loading import load_session
     from .render import RenderError, render_png

@@ -1,6 +1,6 @@
 """Checkpoint -> model + dataset -> one sample's prediction and per-block features.
 
-The model is rebuilt exactly as :func:`pointabstract.engine.evaluate_checkpoint` does: the
+The model is rebuilt by :func:`pointabstract.engine.restore` (as ``eval`` does): the
 flat config saved in the checkpoint, the task's dataset (test split, no augmentation, the
 first ``num_points`` points), the task's model arguments, then the saved weights.
 """
@@ -14,9 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..engine.checkpoint import load_checkpoint
-from ..engine.config import RunConfig, load_config
-from ..models import build_model
+from ..engine.config import RunConfig
 from ..ops import knn
 from .scenes import default_block
 
@@ -117,7 +115,8 @@ class ViewSession:
 
 def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None, split: str = "test",
                  device: str = "cpu") -> ViewSession:
-    """Rebuild the model saved in ``checkpoint`` and open its dataset split (as ``eval`` does).
+    """Rebuild the model saved in ``checkpoint`` and open its dataset split (as ``eval`` does,
+    through :func:`pointabstract.engine.restore`).
 
     Args:
         checkpoint: a trainer checkpoint (``last.pt`` / ``best.pt``).
@@ -129,41 +128,12 @@ def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None,
         FileNotFoundError: no such checkpoint, or no dataset at the root.
         ValueError: not a checkpoint, classes or weights that do not fit, unknown split.
     """
-    from ..engine.trainer import TASKS
+    from ..engine.restored import restore
 
-    ckpt = load_checkpoint(checkpoint)
-    overrides = dict(ckpt["config"])
-    if data_root is not None:
-        overrides["data.root"] = str(data_root)
-    overrides["data.workers"] = 0
-    cfg = load_config(None, overrides)
-    if cfg.task not in TASKS:
-        raise ValueError(f"{checkpoint}: task {cfg.task!r} has no viewer; choose from {sorted(TASKS)}")
-    task = TASKS[cfg.task](cfg)
-    dataset = task.dataset(split, train=False)
-    if list(ckpt.get("class_names", task.class_names)) != task.class_names:
-        raise ValueError(f"{checkpoint} was trained on classes {ckpt['class_names']}, the data at "
-                         f"{cfg.data.root} has {task.class_names}")
-    model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
-    _load_weights(model, ckpt["model"], f"{checkpoint} does not fit a '{cfg.model}' model built from its "
-                                        "own config (written by another version of the code?)")
-    dev = torch.device(device)
-    return ViewSession(model.to(dev).eval(), dataset, list(task.class_names), cfg, Path(checkpoint),
-                       split=split, device=dev)
-
-
-def _load_weights(model: nn.Module, state: dict, context: str) -> None:
-    """``load_state_dict`` with a one-line error: what is missing, unexpected or mis-shaped."""
-    own = model.state_dict()
-    missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
-    shapes = sorted(k for k in set(own) & set(state)
-                    if hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape))
-    problems = [f"{len(names)} {what} weights (e.g. {names[0]!r})"
-                for what, names in (("missing", missing), ("unexpected", unexpected),
-                                    ("mis-shaped", shapes)) if names]
-    if problems:
-        raise ValueError(f"{context}: {', '.join(problems)}")
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as err:  # anything else torch refuses, squeezed onto one line
-        raise ValueError(f"{context}: {' '.join(str(err).split())}") from None
+    run = restore(checkpoint, data_root=data_root, split=split, device=device,
+                  overrides={"data.workers": 0})
+    if run.config.task != "classification":
+        raise ValueError(f"{checkpoint}: the viewer shows classification runs; this is a "
+                         f"'{run.config.task}' run")
+    return ViewSession(run.model, run.dataset, list(run.task.class_names), run.config, Path(checkpoint),
+                       split=split, device=run.device)

@@ -3,7 +3,7 @@
 import pytest
 
 from pointabstract.engine import load_config, train
-from tests.engine.conftest import TINY_MODEL, write_tiny_modelnet
+from tests.fixtures import TINY_MODEL, write_tiny_modelnet
 
 
 def _open3d_or_skip():

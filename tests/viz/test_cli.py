@@ -70,14 +70,16 @@ def test_bad_checkpoints_exit_2(tiny_run, tmp_path, capsys):
 
 
 def test_a_model_without_features_exits_2(tiny_run, tmp_path, capsys, monkeypatch):
-    real_build = loading.build_model
+    from pointabstract.engine import restored as restore_module
+
+    real_build = restore_module.build_model
 
     def build_without_features(name, **cfg):  # the same weights, a forward with no return_features
         model = real_build(name, **cfg)
         model.forward = lambda pos, *, features=None: {"logits": torch.zeros(pos.shape[0], 3)}
         return model
 
-    monkeypatch.setattr(loading, "build_model", build_without_features)
+    monkeypatch.setattr(restore_module, "build_model", build_without_features)
     code, _, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png")
     assert code == 2
     _one_error_line(err, "cannot return per-block features")

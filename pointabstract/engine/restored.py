@@ -1,0 +1,84 @@
+"""One way back from a checkpoint to a model, its task and its data: used by ``eval``, the
+viewer and the benchmarks alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..models import build_model
+from .checkpoint import load_checkpoint
+from .config import RunConfig, load_config, upgrade_flat
+from .tasks import task_class
+
+__all__ = ["Restored", "load_weights", "restore"]
+
+
+@dataclass
+class Restored:
+    """A trained model with its task and one dataset split, ready to evaluate or show."""
+
+    model: nn.Module  # on ``device``, in eval mode, weights loaded
+    task: object  # the run's task (see engine/tasks/base.py), its dataset already opened
+    config: RunConfig  # the checkpoint's config with the caller's overrides
+    dataset: torch.utils.data.Dataset  # the ``split`` of ``config.data.root``, never augmented
+    checkpoint: dict  # the raw checkpoint (epoch, metrics, ...)
+    path: Path
+    split: str = "test"
+    device: torch.device = torch.device("cpu")
+
+
+def restore(path: str | Path, *, data_root: str | Path | None = None, split: str = "test",
+            device: str | torch.device = "cpu", overrides: dict | None = None) -> Restored:
+    """Rebuild the model saved in ``path`` and open its dataset split.
+
+    Args:
+        path: a checkpoint written by the trainer (``last.pt`` / ``best.pt``).
+        data_root: dataset root (default: the one it was trained on).
+        split: a split of the task's dataset (``"test"``, ``"train"``, ...); never augmented here.
+        device: torch device of the model.
+        overrides: further flat config keys (e.g. ``{"data.workers": 0}``).
+
+    Raises:
+        FileNotFoundError: no such checkpoint.
+        MissingDatasetError: no dataset layout at the root.
+        ValueError: not a pointabstract checkpoint, data or weights that do not fit it.
+    """
+    ckpt = load_checkpoint(path)
+    flat = upgrade_flat(dict(ckpt["config"]))
+    if data_root is not None:
+        flat["data.root"] = str(data_root)
+    flat.update(overrides or {})
+    try:
+        cfg = load_config(None, flat)
+    except ValueError as err:
+        raise ValueError(f"{path} was written with a config this version cannot read: {err}") from None
+    task = task_class(cfg.task)(cfg)
+    dataset = task.dataset(split, train=False)
+    state = ckpt.get("task_state", {"class_names": ckpt["class_names"]} if "class_names" in ckpt else {})
+    task.check_restore(state, str(path))
+    model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
+    load_weights(model, ckpt["model"], f"{path} does not fit a '{cfg.model}' model built from its own "
+                                       "config (written by another version of the code?)")
+    dev = torch.device(device)
+    return Restored(model.to(dev).eval(), task, cfg, dataset, ckpt, Path(path), split, dev)
+
+
+def load_weights(model: nn.Module, state: dict, context: str) -> None:
+    """``load_state_dict`` with a one-line error: what is missing, unexpected or mis-shaped."""
+    own = model.state_dict()
+    missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+    shapes = sorted(k for k in set(own) & set(state)
+                    if hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape))
+    problems = [f"{len(names)} {what} weights (e.g. {names[0]!r})"
+                for what, names in (("missing", missing), ("unexpected", unexpected),
+                                    ("mis-shaped", shapes)) if names]
+    if problems:
+        raise ValueError(f"{context}: {', '.join(problems)}")
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:  # anything else torch refuses, squeezed onto one line
+        raise ValueError(f"{context}: {' '.join(str(err).split())}") from None

@@ -1,0 +1,23 @@
+"""The tasks the shared trainer can run, one file each, merged here explicitly.
+
+Each task implements the protocol in :mod:`.base`; ``TASKS[name]`` is its class.
+"""
+
+from __future__ import annotations
+
+from .base import MissingDatasetError, Task
+from .classification import ClassificationSettings, ClassificationTask
+
+__all__ = ["TASKS", "ClassificationSettings", "ClassificationTask", "MissingDatasetError", "Task",
+           "task_class"]
+
+TASKS: dict[str, type] = {
+    "classification": ClassificationTask,
+}
+
+
+def task_class(name: str) -> type:
+    """The task class registered as ``name``; ValueError listing the choices otherwise."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose from {sorted(TASKS)}")
+    return TASKS[name]

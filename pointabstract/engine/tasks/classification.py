@@ -1,0 +1,153 @@
+"""The classification task: ModelNet layouts (the synthetic set included), cross-entropy,
+accuracy metrics, optional test-time votes, a confusion matrix in the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..metrics import ConfusionMatrix
+from ..plots import plot_confusion
+from .base import MissingDatasetError
+
+__all__ = ["ClassificationSettings", "ClassificationTask"]
+
+AUGMENTATIONS = ("none", "scale_translate", "rotate_up")
+
+
+@dataclass
+class ClassificationSettings:
+    augment: str = "scale_translate"  # none | scale_translate | rotate_up (+ scale/translate)
+    label_smoothing: float = 0.0  # cross-entropy label smoothing
+    votes: int = 1  # evaluation: average the softmax over this many augmented copies
+
+
+class ClassificationTask:
+    """Shape classification on ModelNet40 / ModelNet10 layouts (the synthetic set included).
+
+    Args:
+        cfg: the run configuration (``data.*`` picks dataset, root, points; ``task.*`` holds
+            :class:`ClassificationSettings`).
+    """
+
+    name = "classification"
+    settings = ClassificationSettings
+    metric = "overall_accuracy"
+    mode = "max"
+
+    def __init__(self, cfg):
+        s = cfg.task_config()
+        if s.augment not in AUGMENTATIONS:
+            raise ValueError(f"task.augment must be one of {list(AUGMENTATIONS)}, got {s.augment!r}")
+        if s.votes < 1:
+            raise ValueError(f"task.votes must be >= 1, got {s.votes}")
+        if not 0 <= s.label_smoothing < 1:
+            raise ValueError(f"task.label_smoothing must be in [0, 1), got {s.label_smoothing}")
+        self.cfg, self.s = cfg, s
+        self.class_names: list[str] = []
+
+    # --- data -----------------------------------------------------------------------------
+
+    def train_transform(self):
+        from ...data import Compose, RandomRotate, RandomScale, RandomTranslate
+
+        steps = {"none": [], "scale_translate": [RandomScale(2 / 3, 3 / 2), RandomTranslate(0.2)],
+                 "rotate_up": [RandomRotate("y"), RandomScale(2 / 3, 3 / 2), RandomTranslate(0.2)]}
+        chosen = steps[self.s.augment]
+        return Compose(chosen) if chosen else None
+
+    def dataset(self, split: str, *, train: bool):
+        """The dataset of ``split``; training sets sample points at random and augment."""
+        from ...data import LayoutNotFoundError, ModelNet10, ModelNet40
+
+        d = self.cfg.data
+        classes = {"modelnet40": ModelNet40, "modelnet10": ModelNet10}
+        if d.dataset not in classes:
+            raise ValueError(f"data.dataset must be one of {sorted(classes)} for classification, "
+                             f"got {d.dataset!r}")
+        try:
+            ds = classes[d.dataset](d.root, split, num_points=d.num_points,
+                                    sampling=d.sampling if train else "first",
+                                    transform=self.train_transform() if train else None,
+                                    seed=self.cfg.seed, use_normals=d.use_normals)
+        except LayoutNotFoundError as err:
+            raise MissingDatasetError(
+                f"{err}\nFor the built-in synthetic data run: pointabstract data synth --out {d.root}"
+            ) from None
+        self.class_names = list(ds.classes)
+        return ds
+
+    def model_args(self) -> dict:
+        """Model config fields fixed by the data: class count and extra input channels."""
+        return {"num_classes": len(self.class_names), "in_channels": 3 if self.cfg.data.use_normals else 0}
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def forward(self, model, batch: dict, device) -> torch.Tensor:
+        """Logits (B, classes) of one collated batch."""
+        pos = batch["pos"].to(device, non_blocking=True)
+        features = batch["normal"].to(device, non_blocking=True) if self.cfg.data.use_normals else None
+        return model(pos, features=features)["logits"]
+
+    def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
+        logits = self.forward(model, batch, device)
+        labels = batch["label"].to(logits.device)
+        loss = F.cross_entropy(logits.float(), labels, label_smoothing=self.s.label_smoothing)
+        accuracy = (logits.detach().argmax(-1) == labels).float().mean().item()
+        return loss, {"accuracy": accuracy}
+
+    @torch.no_grad()
+    def evaluate(self, model, loader, device, *, autocast) -> dict:
+        """Accuracy metrics over ``loader``; with ``task.votes > 1`` the softmax is averaged over
+        that many copies of each shape under the training augmentation (epochs 0..votes-1)."""
+        model.eval()
+        matrix = ConfusionMatrix(len(self.class_names))
+        dataset, votes = loader.dataset, self.s.votes
+        saved = dataset.transform
+        passes = []
+        for v in range(votes):
+            if votes > 1:
+                dataset.transform = self.train_transform()
+                dataset.set_epoch(v)
+            probs, labels = [], []
+            for batch in loader:
+                with autocast():
+                    probs.append(self.forward(model, batch, device).float().softmax(-1).cpu())
+                labels.append(batch["label"])
+            passes.append(torch.cat(probs))
+        dataset.transform = saved
+        matrix.update(torch.stack(passes).mean(0), torch.cat(labels))
+        matrix.all_reduce()
+        model.train()
+        return {**matrix.summary(self.class_names), "votes": votes}
+
+    # --- records --------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return {"class_names": list(self.class_names)}
+
+    def check_restore(self, state: dict, where: str) -> None:
+        saved = list(state.get("class_names", self.class_names))
+        if saved != self.class_names:
+            raise ValueError(f"{where} was trained on classes {saved}, the data at "
+                             f"{self.cfg.data.root} has {self.class_names}")
+
+    def summary(self, metrics: dict) -> str:
+        return (f"test overall accuracy {metrics['overall_accuracy']:.4f}, mean class accuracy "
+                f"{metrics['mean_class_accuracy']:.4f}")
+
+    def curves(self) -> dict[str, list[str]]:
+        return {"accuracy": ["train_accuracy", "test_overall_accuracy", "test_mean_class_accuracy"]}
+
+    def report(self, metrics: dict, out: Path) -> list[str]:
+        title = f"{metrics.get('model', '')}: overall accuracy {metrics['overall_accuracy']:.3f}"
+        plot_confusion(metrics["confusion"], metrics["class_names"], out / "confusion.png", title=title)
+        rows = [f"| {name} | {'n/a' if acc is None else f'{acc:.3f}'} |"
+                for name, acc in metrics["per_class_accuracy"].items()]
+        return [f"- {metrics['samples']} test shapes, {metrics.get('votes', 1)} vote(s)",
+                f"- **overall accuracy {metrics['overall_accuracy']:.4f}**, "
+                f"mean class accuracy {metrics['mean_class_accuracy']:.4f}", "",
+                "![confusion matrix](confusion.png)", "", "| class | accuracy |", "|---|---:|", *rows]

@@ -1,0 +1,58 @@
+"""On-disk test fixtures shared by every test folder: tiny datasets in the real layouts and
+the tiny run overrides (import as ``from tests.fixtures import ...``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+# a tiny centroid-transformer config as key=value overrides
+TINY_MODEL = ["model.widths=[8, 16, 16, 24]", "model.heads=2", "model.k=6", "model.fuse_dim=16",
+              "model.head_dims=[16]", "model.dropout=0.0"]
+
+
+def _shape(kind: int, rng: np.random.Generator, n: int) -> np.ndarray:
+    if kind == 0:  # sphere
+        p = rng.normal(size=(n, 3))
+        return p / np.linalg.norm(p, axis=1, keepdims=True)
+    if kind == 1:  # flat square
+        p = rng.uniform(-1, 1, size=(n, 3))
+        p[:, 1] = 0
+        return p
+    t = rng.uniform(-1, 1, size=n)  # a line along y
+    return np.stack([0.05 * rng.normal(size=n), t, 0.05 * rng.normal(size=n)], 1)
+
+
+def write_tiny_modelnet(root: Path, *, train: int = 24, test: int = 12, n: int = 64, seed: int = 0) -> Path:
+    """A ModelNet40-HDF5 layout of 3 easily told classes (sphere, square, line) under ``root``."""
+    folder = Path(root) / "modelnet40_ply_hdf5_2048"
+    folder.mkdir(parents=True)
+    (folder / "shape_names.txt").write_text("sphere\nsquare\nline\n")
+    rng = np.random.default_rng(seed)
+    for split, count in [("train", train), ("test", test)]:
+        labels = np.arange(count) % 3
+        data = np.stack([_shape(int(k), rng, n) for k in labels]).astype(np.float32)
+        with h5py.File(folder / f"ply_data_{split}0.h5", "w") as f:
+            f["data"] = data
+            f["label"] = labels[:, None].astype(np.int32)
+    return folder
+
+
+def write_tiny_synthetic(root: Path, *, n: int = 64) -> Path:
+    """The built-in synthetic set at its smallest (2 train + 1 test shape per category) in its
+    ModelNet40-HDF5 and ShapeNetPart-HDF5 layouts: serves every task."""
+    from pointabstract.data import generate_synthetic
+
+    generate_synthetic(root, train_per_class=2, test_per_class=1, num_points=n, workers=1, progress=False,
+                       val_fraction=0.0)
+    return Path(root)
+
+
+# what each task's smoke test reads from write_tiny_synthetic's root
+TASK_DATA = {
+    "classification": {"data.dataset": "modelnet40"},
+    "reconstruction": {"data.dataset": "modelnet40"},
+    "part_segmentation": {"data.dataset": "shapenetpart"},
+}
