@@ -2,7 +2,14 @@ import json
 
 import pytest
 
-from pointabstract.bench.seeds import beyond_spread, format_table, run_seeds, seed_list, summarise, write_results
+from pointabstract.bench.seeds import (
+    beyond_spread,
+    format_table,
+    run_seeds,
+    seed_list,
+    summarise,
+    write_results,
+)
 
 
 def test_seed_list():

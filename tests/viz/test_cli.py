@@ -3,7 +3,7 @@ import pytest
 import torch
 from PIL import Image
 
-from pointabstract.viz import cli, loading
+from pointabstract.viz import cli
 
 
 def _run(capsys, *argv):
