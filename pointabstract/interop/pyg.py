@@ -223,7 +223,11 @@ def _knn_edges(x, y, k, cx, cy, *, cosine, same):
     if not bool(keep.any()):
         return _no_edges(x.device)
     kk = min(k, px.pos.shape[1])
-    _, idx = _ops_knn(py.pos, px.pos, kk, query_lengths=py.lengths, ref_lengths=px.lengths)
+    # outside 3D the numba kernel may break an exact tie at the k-th place either way (its
+    # quickselect); the torch backend keeps the lower index, the order documented above
+    backend = "auto" if x.shape[1] == 3 else "torch"
+    _, idx = _ops_knn(py.pos, px.pos, kk, query_lengths=py.lengths, ref_lengths=px.lengths,
+                      backend=backend)
     valid = idx >= 0  # (B, M_max, K): padding queries and missing neighbours are -1
     row = (torch.arange(idx.shape[1], device=x.device) + py.starts[:, None])[..., None].expand_as(idx)
     col = idx + px.starts[:, None, None]
