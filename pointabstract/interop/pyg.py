@@ -274,8 +274,10 @@ def _radius_edges(x, y, r, cx, cy, limit, *, ignore_same_index, same):
         ok_rows.append(rows[bb, mm][:, None].expand_as(found)[got])
         ok_cols.append(found[got])
     row, col = torch.cat(ok_rows), torch.cat(ok_cols)
-    order = torch.argsort(row * (x.shape[0] + 1) + col)  # grouped by y node, x index ascending
-    return torch.stack([row[order], col[order]])
+    if len(ok_rows) > 1:  # merge the redone rows in: grouped by y node, x index ascending
+        order = torch.argsort(row * (x.shape[0] + 1) + col)
+        row, col = row[order], col[order]
+    return torch.stack([row, col])
 
 
 def _radius_dense(px, queries, clouds, same_index, r2, limit):
