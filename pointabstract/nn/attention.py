@@ -68,23 +68,25 @@ def attend_naive(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = N
     if idx is None:
         idx = torch.arange(n, device=q.device).expand(batch, m, n)
     keys, values = kv.view(batch, n, 2, heads, dim).unbind(2)  # (B, N, H, D) each
-    weights = q.new_zeros(*idx.shape, heads)
-    out = q.new_zeros(batch, m, heads, dim)
     query_of = torch.arange(m, device=idx.device).unsqueeze(1).expand(m, idx.shape[2])  # (M, K)
+    zero = q.new_zeros(())
+    weights, out = [], []
     for b in range(batch):
         # softmax groups: the (query, slot) pairs of one query, or those that share one input
         owner = query_of if normalize == "inputs" else idx[b]
+        real = idx[b] >= 0
         for h in range(heads):
-            for group in owner[idx[b] >= 0].unique().tolist():
-                slots = ((owner == group) & (idx[b] >= 0)).nonzero().tolist()
+            w = {}  # (query, slot) -> weight; padded slots are absent, i.e. 0
+            for group in owner[real].unique().tolist():
+                slots = ((owner == group) & real).nonzero().tolist()
                 logits = torch.stack([q[b, i, h] @ keys[b, idx[b, i, s], h] for i, s in slots])
-                for (i, s), w in zip(slots, (logits / math.sqrt(dim)).softmax(0)):
-                    weights[b, i, s, h] = w
-            for i in range(m):
-                for s in range(idx.shape[2]):
-                    if idx[b, i, s] >= 0:
-                        out[b, i, h] += weights[b, i, s, h] * values[b, idx[b, i, s], h]
-    return out, weights
+                w.update(zip(map(tuple, slots), (logits / math.sqrt(dim)).softmax(0)))
+            weights.append(torch.stack([torch.stack([w.get((i, s), zero) for s in range(idx.shape[2])])
+                                        for i in range(m)]))  # (M, K)
+            out.append(torch.stack([sum((w[i, s] * values[b, idx[b, i, s], h] for s in range(idx.shape[2])
+                                         if (i, s) in w), q.new_zeros(dim)) for i in range(m)]))  # (M, D)
+    weights = torch.stack(weights).view(batch, heads, m, -1).permute(0, 2, 3, 1)  # (B, M, K, H)
+    return torch.stack(out).view(batch, heads, m, dim).transpose(1, 2), weights
 
 
 def _check_attend(q, kv, idx, normalize) -> None:
