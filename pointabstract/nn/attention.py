@@ -92,6 +92,9 @@ def attend_naive(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = N
 def _check_attend(q, kv, idx, normalize) -> None:
     if normalize not in NORMALIZE:
         raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {normalize!r}")
+    for name, value in (("q", q), ("kv", kv), ("idx", idx)):
+        if not isinstance(value, torch.Tensor) and (name != "idx" or value is not None):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if q.dim() != 4:
         raise ValueError(f"q must have shape (B, M, H, D), got {tuple(q.shape)}")
     batch, m, heads, dim = q.shape

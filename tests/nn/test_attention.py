@@ -194,6 +194,10 @@ def test_attend_bad_arguments():
         attend(q.flatten(2), kv, idx)
     with pytest.raises(ValueError, match=r"kv must have shape \(B, N, 2 H D\) = \(2, N, 16\), got \(2, 5, 8\)"):
         attend(q, kv[..., :8], idx)
+    with pytest.raises(TypeError, match="kv must be a torch.Tensor, got list"):
+        attend(q, [[0.0]], idx)
+    with pytest.raises(TypeError, match="idx must be a torch.Tensor, got list"):
+        attend(q, kv, [[[0]]])
     with pytest.raises(TypeError, match="idx must have dtype int64, got torch.int32"):
         attend(q, kv, idx.int())
     with pytest.raises(ValueError, match=r"idx must have shape \(B, M, K\) = \(2, 3, K\), got \(2, 4, 2\)"):
