@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, CentroidAttention, FeedForward, MultiHeadSelfAttention, make_norm
+from ..nn import MLP, BlockStack, CABlock, SABlock, make_norm
 from ..ops import gather_points, knn, nearest_upsample
 from .spec import ModelSpec
 
-__all__ = ["SPECS", "CentroidTransformer", "CentroidTransformerConfig", "SABlock", "CABlock"]
+__all__ = ["SPECS", "CentroidTransformer", "CentroidTransformerConfig"]
 
 
 @dataclass
@@ -51,36 +51,6 @@ class CentroidTransformerConfig:
     block_norm: str = "layer"  # normalisation inside the attention blocks: layer | batch
     embed_k: int = 16  # point embedding: max over each point's embed_k nearest neighbours of an
     #                    MLP of (neighbour - point, point); 0: an MLP of the point alone
-
-
-class SABlock(nn.Module):
-    """Pre-norm transformer block: optional width change, ``x + SA(LN(x))``, then the MLP."""
-
-    def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str,
-                 norm: str = "layer"):
-        super().__init__()
-        self.proj = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
-        self.norm = make_norm(norm, dim)
-        self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
-        self.mlp = FeedForward(dim, norm=norm)
-
-    def forward(self, x, pos):
-        """x: (B, N, C_in), pos: (B, N, 3) -> (B, N, C), pos, {"idx": (B, N, K) or None}."""
-        x = self.proj(x)
-        out, info = self.attn(self.norm(x), pos, return_attention=True)
-        return self.mlp(x + out), pos, {"idx": info["idx"]}
-
-
-class CABlock(nn.Module):
-    """Centroid attention as a block: (x, pos) -> (u, pos_u, details)."""
-
-    def __init__(self, dim_in: int, dim: int, **kwargs):
-        super().__init__()
-        self.attn = CentroidAttention(dim_in, dim, **kwargs)
-
-    def forward(self, x, pos):
-        u, pos_u, details = self.attn(x, pos, return_details=True)
-        return u, pos_u, {"idx": details["idx"], "init_idx": details["init_idx"]}
 
 
 class CentroidTransformer(nn.Module):
@@ -107,7 +77,7 @@ class CentroidTransformer(nn.Module):
                 blocks.append(SABlock(dim_in, width, heads=cfg.heads, k=cfg.k,
                                       knn_space=cfg.sa_knn_space, norm=cfg.block_norm))
             dim_in = width
-        self.blocks = nn.ModuleList(blocks)
+        self.blocks = BlockStack(blocks)  # parameter names as in an nn.ModuleList
         self.fuse = nn.Sequential(nn.Linear(sum(w), cfg.fuse_dim), make_norm(cfg.norm, cfg.fuse_dim),
                                   nn.LeakyReLU(0.2))
         self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm=cfg.norm,
@@ -142,10 +112,7 @@ class CentroidTransformer(nn.Module):
             raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got "
                              f"{None if features is None else tuple(features.shape)}")
         x = self.embed_points(pos, features if self.cfg.in_channels else None)
-        blocks, cur = [], pos
-        for block in self.blocks:
-            x, cur, info = block(x, cur)
-            blocks.append({"features": x, "pos": cur, **info})
+        blocks = self.blocks(x, pos)[2]["blocks"]
         fused = torch.cat([b["features"] if b["pos"] is pos else
                            nearest_upsample(b["features"], b["pos"], pos) for b in blocks], -1)
         f = self.fuse(fused)  # (B, N, fuse_dim)

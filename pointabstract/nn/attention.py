@@ -9,7 +9,10 @@ from torch import nn
 
 from ..ops import gather_points, knn
 
-__all__ = ["MultiHeadSelfAttention", "attend"]
+__all__ = ["NORMALIZE", "MultiHeadSelfAttention", "attend", "attend_naive"]
+
+
+NORMALIZE = ("inputs", "centroids")
 
 
 def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
@@ -22,35 +25,116 @@ def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
             output), so that neighbours are gathered once.
         idx: (B, M, K) int64 inputs each query may attend to (``knn`` output), or ``None`` for
             all N. With idx the cost is O(B M K H D) and no (B, M, N) matrix is formed.
+            ``-1`` marks a padded (missing) neighbour: it gets weight 0 and adds nothing.
         normalize: ``"inputs"``: softmax over each query's inputs (transformer attention);
             ``"centroids"``: each input's weights are normalised over the queries it is connected
             to (the soft k-means gradient of Centroid Transformers, eq. 4).
 
     Returns:
-        out: (B, M, H, D) weighted sums of values.
-        weights: (B, M, K, H) attention weights (K = N without idx).
+        out: (B, M, H, D) weighted sums of values; 0 for a query whose K neighbours are all
+            padding (it has nothing to attend to).
+        weights: (B, M, K, H) attention weights (K = N without idx); 0 at padded neighbours.
+
+    On CPU (float32 / float64, numba available) the neighbour products run as compiled kernels
+    (:mod:`pointabstract.ops.kernels.neighbour`) that never form a (B, M, K, C) tensor;
+    elsewhere keys and values are gathered. Both give the same result as :func:`attend_naive`.
     """
+    _check_attend(q, kv, idx, normalize)
     batch, m, heads, dim = q.shape
     n = kv.shape[1]
     scale = 1.0 / math.sqrt(dim)
-    if idx is None:
+    if idx is None:  # dense: every query sees all N inputs
         k, v = kv.view(batch, n, 2, heads, dim).unbind(2)
         logits = torch.einsum("bmhd,bnhd->bmnh", q, k) * scale  # (B, M, N, H)
         weights = logits.softmax(dim=2 if normalize == "inputs" else 1)
         return torch.einsum("bmnh,bnhd->bmhd", weights, v), weights
-    if _fused_ok(q, kv):  # CPU: compiled products, no (B, M, K, C) tensor at all
-        logits = _NeighbourDot.apply(q, kv, idx) * scale  # (B, M, K, H)
-    else:
-        nb = gather_points(kv, idx)  # (B, M, K, 2 H D): one gather for keys and values
-        k_nb, v_nb = nb.view(batch, m, nb.shape[2], 2, heads, dim).unbind(3)  # (B, M, K, H, D) each
-        logits = (q.unsqueeze(2) * k_nb).sum(-1) * scale
+    nbrs = _FusedNeighbours(kv, idx) if _fused_ok(q, kv) else _GatheredNeighbours(kv, idx, heads)
+    logits = nbrs.dot(q) * scale  # (B, M, K, H)
+    pad = (idx < 0).unsqueeze(-1)  # (B, M, K, 1)
     if normalize == "inputs":
-        weights = logits.softmax(dim=2)
+        weights = _softmax_per_query(logits, pad)
     else:
         weights = _softmax_per_input(logits, idx, n)
-    if _fused_ok(q, kv):
-        return _NeighbourSum.apply(weights, kv, idx), weights
-    return (weights.unsqueeze(-1) * v_nb).sum(2), weights
+    weights = weights.masked_fill(pad, 0.0)  # padded neighbours: exactly zero weight
+    return nbrs.sum(weights), weights
+
+
+def attend_naive(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
+                 *, normalize: str = "inputs") -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`attend` in plain loops over clouds, heads and softmax groups (tests only)."""
+    _check_attend(q, kv, idx, normalize)
+    batch, m, heads, dim = q.shape
+    n = kv.shape[1]
+    if idx is None:
+        idx = torch.arange(n, device=q.device).expand(batch, m, n)
+    keys, values = kv.view(batch, n, 2, heads, dim).unbind(2)  # (B, N, H, D) each
+    query_of = torch.arange(m, device=idx.device).unsqueeze(1).expand(m, idx.shape[2])  # (M, K)
+    zero = q.new_zeros(())
+    weights, out = [], []
+    for b in range(batch):
+        # softmax groups: the (query, slot) pairs of one query, or those that share one input
+        owner = query_of if normalize == "inputs" else idx[b]
+        real = idx[b] >= 0
+        for h in range(heads):
+            w = {}  # (query, slot) -> weight; padded slots are absent, i.e. 0
+            for group in owner[real].unique().tolist():
+                slots = ((owner == group) & real).nonzero().tolist()
+                logits = torch.stack([q[b, i, h] @ keys[b, idx[b, i, s], h] for i, s in slots])
+                w.update(zip(map(tuple, slots), (logits / math.sqrt(dim)).softmax(0)))
+            weights.append(torch.stack([torch.stack([w.get((i, s), zero) for s in range(idx.shape[2])])
+                                        for i in range(m)]))  # (M, K)
+            out.append(torch.stack([sum((w[i, s] * values[b, idx[b, i, s], h] for s in range(idx.shape[2])
+                                         if (i, s) in w), q.new_zeros(dim)) for i in range(m)]))  # (M, D)
+    weights = torch.stack(weights).view(batch, heads, m, -1).permute(0, 2, 3, 1)  # (B, M, K, H)
+    return torch.stack(out).view(batch, heads, m, dim).transpose(1, 2), weights
+
+
+def _check_attend(q, kv, idx, normalize) -> None:
+    if normalize not in NORMALIZE:
+        raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {normalize!r}")
+    for name, value in (("q", q), ("kv", kv), ("idx", idx)):
+        if not isinstance(value, torch.Tensor) and (name != "idx" or value is not None):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if q.dim() != 4:
+        raise ValueError(f"q must have shape (B, M, H, D), got {tuple(q.shape)}")
+    batch, m, heads, dim = q.shape
+    if kv.dim() != 3 or kv.shape[0] != batch or kv.shape[2] != 2 * heads * dim:
+        raise ValueError(f"kv must have shape (B, N, 2 H D) = ({batch}, N, {2 * heads * dim}), "
+                         f"got {tuple(kv.shape)}")
+    if idx is None:
+        return
+    if idx.dtype != torch.int64:
+        raise TypeError(f"idx must have dtype int64, got {idx.dtype}")
+    if idx.dim() != 3 or idx.shape[:2] != (batch, m):
+        raise ValueError(f"idx must have shape (B, M, K) = ({batch}, {m}, K), got {tuple(idx.shape)}")
+    if idx.numel():
+        lo, hi = (int(v) for v in idx.aminmax())
+        if lo < -1 or hi >= kv.shape[1]:
+            raise ValueError(f"idx values must lie in [-1, {kv.shape[1] - 1}] (-1: padding), "
+                             f"got values in [{lo}, {hi}]")
+
+
+def _softmax_per_query(logits: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+    """Softmax of (B, M, K, H) logits over each query's K entries, padded ones (pad: (B, M, K, 1))
+    excluded. A query with only padded entries keeps its (ignored) finite logits, so its
+    softmax is finite and the caller's mask zeroes it: no NaN, forward or backward."""
+    dead = pad.all(2, keepdim=True)  # (B, M, 1, 1)
+    return logits.masked_fill(pad & ~dead, -torch.inf).softmax(dim=2)
+
+
+def _softmax_per_input(logits: torch.Tensor, idx: torch.Tensor, n: int) -> torch.Tensor:
+    """Softmax of (B, M, K, H) logits over the entries that share the same input idx[b, m, k].
+
+    Padded entries (idx < 0) form one extra group of their own, which the caller zeroes."""
+    batch, m, kk, heads = logits.shape
+    slot = idx.masked_fill(idx < 0, n)  # padding -> input slot n, outside [0, N)
+    index = slot.reshape(batch, m * kk, 1).expand(-1, -1, heads)  # (B, M K, H)
+    flat = logits.reshape(batch, m * kk, heads)
+    peak = flat.new_full((batch, n + 1, heads), -torch.inf).scatter_reduce(
+        1, index, flat.detach(), "amax", include_self=True)  # per-input max, for stability
+    e = (flat - peak.gather(1, index)).exp()
+    total = e.new_zeros(batch, n + 1, heads).scatter_add(1, index, e)
+    return (e / total.gather(1, index)).view(batch, m, kk, heads)
 
 
 def _fused_ok(q: torch.Tensor, kv: torch.Tensor) -> bool:
@@ -60,8 +144,38 @@ def _fused_ok(q: torch.Tensor, kv: torch.Tensor) -> bool:
             and q.dtype in (torch.float32, torch.float64))
 
 
+class _GatheredNeighbours:
+    """Neighbour products by one gather of keys and values, (B, M, K, 2 H D): any device."""
+
+    def __init__(self, kv: torch.Tensor, idx: torch.Tensor, heads: int):
+        nb = gather_points(kv, idx)  # padded (-1) neighbours gather a zero row
+        batch, m, kk, _ = nb.shape
+        self.keys, self.values = nb.view(batch, m, kk, 2, heads, -1).unbind(3)  # (B, M, K, H, D)
+
+    def dot(self, q: torch.Tensor) -> torch.Tensor:
+        """(B, M, H, D) queries -> (B, M, K, H) dot products with their neighbours' keys."""
+        return (q.unsqueeze(2) * self.keys).sum(-1)
+
+    def sum(self, w: torch.Tensor) -> torch.Tensor:
+        """(B, M, K, H) weights -> (B, M, H, D) weighted sums of the neighbours' values."""
+        return (w.unsqueeze(-1) * self.values).sum(2)
+
+
+class _FusedNeighbours:
+    """The same products by the compiled CPU kernels: no (B, M, K, C) tensor at all."""
+
+    def __init__(self, kv: torch.Tensor, idx: torch.Tensor):
+        self.kv, self.idx = kv, idx
+
+    def dot(self, q: torch.Tensor) -> torch.Tensor:
+        return _NeighbourDot.apply(q, self.kv, self.idx)
+
+    def sum(self, w: torch.Tensor) -> torch.Tensor:
+        return _NeighbourSum.apply(w, self.kv, self.idx)
+
+
 class _NeighbourDot(torch.autograd.Function):
-    """logits[b, m, k, h] = q[b, m, h] . key[b, idx[b, m, k], h] (keys: kv[..., :H D])."""
+    """logits[b, m, k, h] = q[b, m, h] . key[b, idx[b, m, k], h] (keys: kv[..., :H D]); 0 if padded."""
 
     @staticmethod
     def forward(ctx, q, kv, idx):
@@ -85,7 +199,8 @@ class _NeighbourDot(torch.autograd.Function):
 
 
 class _NeighbourSum(torch.autograd.Function):
-    """out[b, m, h] = sum_k w[b, m, k, h] value[b, idx[b, m, k], h] (values: kv[..., H D:])."""
+    """out[b, m, h] = sum_k w[b, m, k, h] value[b, idx[b, m, k], h] (values: kv[..., H D:]),
+    padded k skipped."""
 
     @staticmethod
     def forward(ctx, w, kv, idx):
@@ -107,18 +222,6 @@ class _NeighbourSum(torch.autograd.Function):
         run(neighbour.sum_backward, neighbour.sum_backward_ser, *map(to_numpy, (grad, w, kv, idx)),
             grad_w.numpy(), grad_kv.numpy())
         return grad_w, grad_kv, None
-
-
-def _softmax_per_input(logits: torch.Tensor, idx: torch.Tensor, n: int) -> torch.Tensor:
-    """Softmax of (B, M, K, H) logits over the entries that share the same input idx[b, m, k]."""
-    batch, m, kk, heads = logits.shape
-    index = idx.reshape(batch, m * kk, 1).expand(-1, -1, heads)  # (B, M K, H)
-    flat = logits.reshape(batch, m * kk, heads)
-    peak = flat.new_full((batch, n, heads), -torch.inf).scatter_reduce(
-        1, index, flat.detach(), "amax", include_self=True)  # per-input max, for stability
-    e = (flat - peak.gather(1, index)).exp()
-    total = e.new_zeros(batch, n, heads).scatter_add(1, index, e)
-    return (e / total.gather(1, index)).view(batch, m, kk, heads)
 
 
 class MultiHeadSelfAttention(nn.Module):

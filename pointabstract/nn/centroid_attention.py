@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..ops import farthest_point_sample, gather_points, kmeans_sample, knn, random_sample
-from .attention import attend
+from .attention import NORMALIZE, attend
 from .mlp import FeedForward, make_norm
 
 __all__ = ["INITS", "CentroidAttention", "farthest_from_centroid"]
@@ -61,7 +61,7 @@ class CentroidAttention(nn.Module):
         if ratio is not None and not 0 < ratio <= 1:
             raise ValueError(f"ratio must lie in (0, 1], got {ratio}")
         for name, value, allowed in [("init", init, INITS), ("knn_space", knn_space, ("feature", "xyz")),
-                                     ("normalize", normalize, ("centroids", "inputs"))]:
+                                     ("normalize", normalize, NORMALIZE)]:
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
         if dim_out % heads:

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pointabstract.nn import MultiHeadSelfAttention, attend
+from pointabstract.nn import MultiHeadSelfAttention, attend, attend_naive
 from tests.helpers import cloud
 
 
@@ -80,3 +80,129 @@ def test_fused_products_gradcheck():
     idx = torch.randint(0, 6, (2, 5, 4))
     torch.autograd.gradcheck(lambda a, b: _NeighbourDot.apply(a, b, idx), (q, kv))
     torch.autograd.gradcheck(lambda a, b: _NeighbourSum.apply(a, b, idx), (w, kv))
+
+
+# ---- padded neighbours, both paths, against the loop reference -------------------------------
+
+@pytest.fixture(params=["fused", "plain"])
+def path(request, monkeypatch):
+    """Force one of attend's two neighbour paths (compiled CPU products or gather)."""
+    from pointabstract.nn import attention
+    from pointabstract.ops import kernels
+
+    if request.param == "fused":
+        if not kernels.AVAILABLE:
+            pytest.skip("numba kernels unavailable")
+        monkeypatch.setattr(attention, "_fused_ok", lambda *a: True)
+    else:
+        monkeypatch.setattr(attention, "_fused_ok", lambda *a: False)
+    return request.param
+
+
+def _padded_inputs(seed=0, *, b=2, m=6, n=9, k=5, heads=2, dim=3):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, m, heads, dim, generator=g, dtype=torch.float64, requires_grad=True)
+    kv = torch.randn(b, n, 2 * heads * dim, generator=g, dtype=torch.float64, requires_grad=True)
+    idx = torch.randint(0, n, (b, m, k), generator=g)
+    idx[torch.rand(b, m, k, generator=g) < 0.35] = -1  # about a third of the slots padded
+    idx[0, 1] = -1  # a query with no neighbour at all
+    idx[1, 2, :-1] = -1  # a query with one
+    return q, kv, idx
+
+
+@pytest.mark.parametrize("normalize", ["inputs", "centroids"])
+def test_padded_neighbours_match_the_naive_reference(path, normalize):
+    q, kv, idx = _padded_inputs()
+    out, w = attend(q, kv, idx, normalize=normalize)
+    ref_out, ref_w = attend_naive(q, kv, idx, normalize=normalize)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(w, ref_w)
+    assert (w[idx < 0] == 0).all()
+    g = torch.randn_like(out)
+    grads = torch.autograd.grad((out * g).sum() + w.square().sum(), (q, kv))
+    ref_grads = torch.autograd.grad((ref_out * g).sum() + ref_w.square().sum(), (q, kv))
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("normalize", ["inputs", "centroids"])
+def test_padding_is_not_the_last_row(path, normalize):
+    # numba wraps idx = -1 around to row N - 1: a huge last row must change nothing
+    q, kv, idx = _padded_inputs(1)
+    with torch.no_grad():
+        loud = kv.clone()
+        loud[:, -1] = 1e3
+    keep = idx != kv.shape[1] - 1
+    idx = idx.where(keep, -1)  # no real neighbour is the last row
+    torch.testing.assert_close(attend(q, loud, idx, normalize=normalize),
+                               attend(q, kv, idx, normalize=normalize))
+
+
+@pytest.mark.parametrize("normalize", ["inputs", "centroids"])
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+def test_a_query_with_only_padding_gets_a_zero_update_and_no_nan(path, normalize):
+    q, kv, idx = _padded_inputs(2)
+    idx[:, 0] = -1
+    with torch.autograd.detect_anomaly():  # raises on a NaN anywhere in the backward pass
+        out, w = attend(q, kv, idx, normalize=normalize)
+        (out.sum() + w.sum()).backward()
+    assert (out[:, 0] == 0).all() and (w[:, 0] == 0).all()
+    assert torch.isfinite(out).all() and torch.isfinite(q.grad).all() and torch.isfinite(kv.grad).all()
+    assert (q.grad[:, 0] == 0).all()  # a query that sees nothing learns nothing
+
+
+@pytest.mark.parametrize("normalize", ["inputs", "centroids"])
+def test_unpadded_and_dense_match_the_naive_reference(path, normalize):
+    torch.manual_seed(0)
+    q, kv = torch.randn(2, 5, 2, 3, dtype=torch.float64), torch.randn(2, 7, 12, dtype=torch.float64)
+    idx = torch.randint(0, 7, (2, 5, 4))
+    for i in (idx, None):
+        out, w = attend(q, kv, i, normalize=normalize)
+        ref_out, ref_w = attend_naive(q, kv, i, normalize=normalize)
+        torch.testing.assert_close(out, ref_out)
+        torch.testing.assert_close(w, ref_w)
+
+
+def test_hand_computed_padded_case(path):
+    # one query, D = 1 (scale 1), keys 0 and ln 3 -> weights 1/4 and 3/4; values 4 and 8
+    q = torch.ones(1, 1, 1, 1)
+    kv = torch.tensor([[[0.0, 4.0], [3.0, 100.0], [float(torch.tensor(3.0).log()), 8.0]]])
+    out, w = attend(q, kv, torch.tensor([[[0, -1, 2]]]))
+    torch.testing.assert_close(w.flatten(), torch.tensor([0.25, 0.0, 0.75]))
+    torch.testing.assert_close(out.flatten(), torch.tensor([7.0]))
+
+
+def test_fused_products_gradcheck_with_padding():
+    from pointabstract.nn.attention import _NeighbourDot, _NeighbourSum
+
+    torch.manual_seed(0)
+    q = torch.randn(2, 5, 2, 3, dtype=torch.float64, requires_grad=True)
+    kv = torch.randn(2, 6, 12, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 5, 4, 2, dtype=torch.float64, requires_grad=True)
+    idx = torch.randint(-1, 6, (2, 5, 4))
+    assert (idx < 0).any()
+    assert (_NeighbourDot.apply(q, kv, idx)[idx < 0] == 0).all()
+    torch.autograd.gradcheck(lambda a, b: _NeighbourDot.apply(a, b, idx), (q, kv))
+    torch.autograd.gradcheck(lambda a, b: _NeighbourSum.apply(a, b, idx), (w, kv))
+
+
+def test_attend_bad_arguments():
+    q, kv, idx = torch.randn(2, 3, 2, 4), torch.randn(2, 5, 16), torch.zeros(2, 3, 2, dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"normalize must be one of \['inputs', 'centroids'\], got 'centroid'"):
+        attend(q, kv, idx, normalize="centroid")
+    with pytest.raises(ValueError, match=r"q must have shape \(B, M, H, D\), got \(2, 3, 8\)"):
+        attend(q.flatten(2), kv, idx)
+    with pytest.raises(ValueError, match=r"kv must have shape \(B, N, 2 H D\) = \(2, N, 16\), got \(2, 5, 8\)"):
+        attend(q, kv[..., :8], idx)
+    with pytest.raises(TypeError, match="kv must be a torch.Tensor, got list"):
+        attend(q, [[0.0]], idx)
+    with pytest.raises(TypeError, match="idx must be a torch.Tensor, got list"):
+        attend(q, kv, [[[0]]])
+    with pytest.raises(TypeError, match="idx must have dtype int64, got torch.int32"):
+        attend(q, kv, idx.int())
+    with pytest.raises(ValueError, match=r"idx must have shape \(B, M, K\) = \(2, 3, K\), got \(2, 4, 2\)"):
+        attend(q, kv, torch.zeros(2, 4, 2, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"idx values must lie in \[-1, 4\] \(-1: padding\), got values in \[0, 5\]"):
+        attend(q, kv, idx + 5 * (torch.arange(2) == 1).view(2, 1, 1))
+    with pytest.raises(ValueError, match=r"got values in \[-2, 0\]"):
+        attend(q, kv, idx - 2 * (torch.arange(2) == 1).view(2, 1, 1))

@@ -75,6 +75,8 @@ def test_bad_arguments():
         CentroidAttention(8, 8, heads=2)
     with pytest.raises(ValueError, match=r"init must be one of \['fps'"):
         CentroidAttention(8, 8, heads=2, ratio=0.5, init="grid")
+    with pytest.raises(ValueError, match=r"normalize must be one of \['inputs', 'centroids'\], got 'softmax'"):
+        CentroidAttention(8, 8, heads=2, ratio=0.5, normalize="softmax")
     with pytest.raises(ValueError, match="init='linear' needs num_inputs"):
         CentroidAttention(8, 8, heads=2, ratio=0.5, init="linear")
     with pytest.raises(ValueError, match="num_centroids = 40 exceeds the number of inputs N = 30"):

@@ -6,9 +6,11 @@ With ``kv`` (B, N, 2 H D) holding every point's keys (channels [0, H D)) then va
 - ``dot``:  ``logits[b, m, k, h] = sum_d q[b, m, h, d] * key[b, idx[b, m, k], h, d]``
 - ``sum``:  ``out[b, m, h, d] = sum_k w[b, m, k, h] * value[b, idx[b, m, k], h, d]``
 
-and their backward passes. Forward work items are (cloud, query chunk); backward passes that
-scatter into ``kv`` split work by (cloud, head), whose channel slices never overlap, so no
-two threads write the same memory.
+and their backward passes. A negative index (``-1``, the padding of ``knn`` / ``ball_query``)
+is a missing neighbour: its logit is 0, it adds nothing to ``out`` and receives no gradient
+(numba would otherwise wrap it around to the last row). Forward work items are (cloud, query
+chunk); backward passes that scatter into ``kv`` split work by (cloud, head), whose channel
+slices never overlap, so no two threads write the same memory.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ def _dot_rows(q, kv, idx, out, b, m0, m1):
             row = idx[b, m, k]
             for h in range(heads):
                 s = q[b, m, h, 0] * 0
+                if row < 0:
+                    out[b, m, k, h] = s
+                    continue
                 for d in range(dim):
                     s += q[b, m, h, d] * kv[b, row, h * dim + d]
                 out[b, m, k, h] = s
@@ -40,6 +45,8 @@ def _sum_rows(w, kv, idx, out, b, m0, m1, offset):
                 out[b, m, h, d] = 0
         for k in range(idx.shape[2]):
             row = idx[b, m, k]
+            if row < 0:
+                continue
             for h in range(heads):
                 wk = w[b, m, k, h]
                 base = offset + h * dim
@@ -78,6 +85,8 @@ def dot_backward(grad, q, kv, idx, grad_q, grad_kv):
                 grad_q[b, m, h, d] = 0
             for k in range(idx.shape[2]):
                 row = idx[b, m, k]
+                if row < 0:
+                    continue
                 g = grad[b, m, k, h]
                 for d in range(dim):
                     grad_q[b, m, h, d] += g * kv[b, row, base + d]
@@ -96,13 +105,14 @@ def sum_backward(grad, w, kv, idx, grad_w, grad_kv):
             for k in range(idx.shape[2]):
                 row = idx[b, m, k]
                 s = grad[b, m, h, 0] * 0
+                if row < 0:
+                    grad_w[b, m, k, h] = s
+                    continue
                 wk = w[b, m, k, h]
                 for d in range(dim):
                     s += grad[b, m, h, d] * kv[b, row, base + d]
                     grad_kv[b, row, base + d] += wk * grad[b, m, h, d]
                 grad_w[b, m, k, h] = s
-
-
 
 
 # Serial twins for one-thread contexts (see kernels.run); compiled on demand, not cached, so

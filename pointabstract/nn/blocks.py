@@ -1,0 +1,152 @@
+"""Point blocks, the one protocol they share, and the runner that chains them.
+
+A *block* maps a cloud's features and positions to new ones::
+
+    block(x: (B, N, C), pos: (B, N, 3), *ctx) -> (x': (B, M, C'), pos': (B, M, 3), info: dict)
+
+- M = N for blocks that keep the points (self-attention), M < N for blocks that summarise
+  them (centroid attention); ``pos'`` are the positions of the M outputs.
+- ``ctx`` is extra per-batch context a block may need (a point tree, for instance); the
+  runner passes the same ``ctx`` to every block, and a block that needs none takes none.
+- ``info`` carries what the viewer and analyses read: tensors such as ``idx`` (B, M, K), the
+  neighbours the block attended to (``None`` for full attention).
+- ``block.dim_out`` is C'.
+
+:class:`BlockStack` runs blocks in order and is the one place where a *post-module* is added
+after any block. A post-module maps ``(x': (B, M, C'), pos': (B, M, 3)) -> x'': (B, M, C')``
+(same shape; ContextPool has this signature); :class:`PostBlock` wraps a block with one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadSelfAttention
+from .centroid_attention import CentroidAttention
+from .mlp import FeedForward, make_norm
+
+__all__ = ["BlockStack", "CABlock", "PostBlock", "SABlock"]
+
+
+class SABlock(nn.Module):
+    """Pre-norm transformer block: optional width change, ``x + SA(norm(x))``, then the MLP.
+
+    Args:
+        dim_in: input channels C.
+        dim: output channels C' (a linear layer changes the width when C' != C).
+        heads, k, knn_space: of :class:`~pointabstract.nn.MultiHeadSelfAttention`.
+        norm: ``"layer"`` or ``"batch"`` (see :func:`~pointabstract.nn.make_norm`).
+    """
+
+    def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str,
+                 norm: str = "layer"):
+        super().__init__()
+        self.dim_out = dim
+        self.proj = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
+        self.norm = make_norm(norm, dim)
+        self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
+        self.mlp = FeedForward(dim, norm=norm)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor):
+        """x: (B, N, C), pos: (B, N, 3) -> (B, N, C'), pos, {"idx": (B, N, K) or None}."""
+        x = self.proj(x)
+        out, info = self.attn(self.norm(x), pos, return_attention=True)
+        return self.mlp(x + out), pos, {"idx": info["idx"]}
+
+
+class CABlock(nn.Module):
+    """Centroid attention as a block; keyword arguments go to
+    :class:`~pointabstract.nn.CentroidAttention` (heads, num_centroids | ratio, init, ...)."""
+
+    def __init__(self, dim_in: int, dim: int, **kwargs):
+        super().__init__()
+        self.dim_out = dim
+        self.attn = CentroidAttention(dim_in, dim, **kwargs)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor):
+        """x: (B, N, C), pos: (B, N, 3) -> u (B, M, C'), pos_u (B, M, 3),
+        {"idx": (B, M, K) or None, "init_idx": (B, M) or None} (see CentroidAttention)."""
+        u, pos_u, details = self.attn(x, pos, return_details=True)
+        return u, pos_u, {"idx": details["idx"], "init_idx": details["init_idx"]}
+
+
+class PostBlock(nn.Module):
+    """``block`` followed by ``post``: ``x'' = post(x', pos')``; ``pos'`` and ``info`` unchanged.
+
+    Args:
+        block: any block (see the module docstring).
+        post: an ``nn.Module`` mapping ``(x': (B, M, C'), pos': (B, M, 3))`` to a tensor of the
+            same shape as ``x'``.
+    """
+
+    def __init__(self, block: nn.Module, post: nn.Module):
+        super().__init__()
+        for name, value in (("block", block), ("post", post)):
+            if not isinstance(value, nn.Module):
+                raise TypeError(f"{name} must be an nn.Module, got {type(value).__name__}")
+        self.dim_out = block.dim_out
+        self.block, self.post = block, post
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *ctx):
+        x, pos, info = self.block(x, pos, *ctx)
+        out = self.post(x, pos)
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"post-module {type(self.post).__name__} must return a tensor of the "
+                             f"block's output shape {tuple(x.shape)}, got {got}")
+        return out, pos, info
+
+
+class BlockStack(nn.ModuleList):
+    """Blocks run in order; itself a block whose ``info`` lists every block's output.
+
+    Without post-modules its parameters are named exactly as in an ``nn.ModuleList`` of the
+    same blocks (``"0.proj.weight"``, ...), so wrapping a model's blocks in it keeps its
+    checkpoints loadable.
+
+    Args:
+        blocks: the blocks, each following the block protocol and having ``dim_out``.
+        post: optional ``post(i, block) -> nn.Module | None``: a post-module to add after block
+            ``i`` (wrapping it in :class:`PostBlock`; its parameters are then named
+            ``"i.block.*"`` and ``"i.post.*"``), or ``None`` to leave block ``i`` as it is.
+    """
+
+    def __init__(self, blocks: Iterable[nn.Module], *,
+                 post: Callable[[int, nn.Module], nn.Module | None] | None = None):
+        blocks = list(blocks)
+        if not blocks:
+            raise ValueError("blocks must list at least one block, got none")
+        for i, block in enumerate(blocks):
+            if not isinstance(block, nn.Module) or not isinstance(getattr(block, "dim_out", None), int):
+                raise TypeError(f"blocks[{i}] must be an nn.Module with an int dim_out, got "
+                                f"{type(block).__name__}")
+        if post is not None:
+            blocks = [_with_post(block, post(i, block)) for i, block in enumerate(blocks)]
+        super().__init__(blocks)
+        self.dim_out = blocks[-1].dim_out
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *ctx):
+        """x: (B, N, C), pos: (B, N, 3) -> x' (B, M, C'), pos' (B, M, 3) of the last block and
+        ``{"blocks": [...]}``: per block ``{"features": x_i (B, M_i, C_i), "pos": (B, M_i, 3),
+        **info_i}``."""
+        _check_cloud(x, pos)
+        outputs = []
+        for block in self:
+            x, pos, info = block(x, pos, *ctx)
+            outputs.append({"features": x, "pos": pos, **info})
+        return x, pos, {"blocks": outputs}
+
+
+def _with_post(block: nn.Module, post: nn.Module | None) -> nn.Module:
+    return block if post is None else PostBlock(block, post)
+
+
+def _check_cloud(x: torch.Tensor, pos: torch.Tensor) -> None:
+    if x.dim() != 3:
+        raise ValueError(f"x must have shape (B, N, C), got {tuple(x.shape)}")
+    if pos.shape != (*x.shape[:2], 3):
+        raise ValueError(f"pos must have shape (B, N, 3) = ({x.shape[0]}, {x.shape[1]}, 3), "
+                         f"got {tuple(pos.shape)}")

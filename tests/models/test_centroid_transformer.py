@@ -1,0 +1,49 @@
+"""CentroidTransformer's structure: its blocks come from nn/blocks.py and its parameter names
+(hence its checkpoints) stay as they were when the blocks lived in the model file."""
+
+import torch
+
+from pointabstract.models import build_model
+from pointabstract.nn import BlockStack, CABlock, SABlock
+
+TINY = {"widths": (8, 16, 16, 24), "heads": 2, "k": 6, "fuse_dim": 16, "head_dims": (16,),
+        "num_classes": 5}
+
+# the state_dict names of a self-attention and a centroid-attention block, in order: checkpoints
+# written before the blocks moved to nn/blocks.py must still load
+SA_KEYS = ["norm.weight", "norm.bias", "attn.q.weight", "attn.q.bias", "attn.kv.weight", "attn.kv.bias",
+           "attn.out.weight", "attn.out.bias", "mlp.norm.weight", "mlp.norm.bias", "mlp.net.0.weight",
+           "mlp.net.0.bias", "mlp.net.2.weight", "mlp.net.2.bias"]
+CA_KEYS = ["attn.proj_in.weight", "attn.proj_in.bias", "attn.norm_u.weight", "attn.norm_u.bias",
+           "attn.norm_x.weight", "attn.norm_x.bias", "attn.q.weight", "attn.q.bias", "attn.kv.weight",
+           "attn.kv.bias", "attn.out.weight", "attn.out.bias", "attn.mlp.norm.weight", "attn.mlp.norm.bias",
+           "attn.mlp.net.0.weight", "attn.mlp.net.0.bias", "attn.mlp.net.2.weight", "attn.mlp.net.2.bias"]
+
+
+def test_state_dict_names_are_stable():
+    keys = list(build_model("centroid_transformer", **TINY).state_dict())
+    assert [k.split(".")[0] for k in keys] == ["embed"] * 14 + ["blocks"] * 64 + ["fuse"] * 7 + ["head"] * 9
+    for i, names in enumerate([SA_KEYS, CA_KEYS, SA_KEYS, CA_KEYS]):
+        assert [k[len(f"blocks.{i}."):] for k in keys if k.startswith(f"blocks.{i}.")] == names
+
+
+def test_blocks_are_the_nn_blocks_in_a_stack():
+    model = build_model("centroid_transformer", **TINY)
+    assert isinstance(model.blocks, BlockStack)
+    assert [type(b) for b in model.blocks] == [SABlock, CABlock, SABlock, CABlock]
+    assert [b.dim_out for b in model.blocks] == [8, 16, 16, 24]
+    sa = build_model("self_attention_transformer", **TINY)
+    assert [type(b) for b in sa.blocks] == [SABlock] * 4
+
+
+def test_returned_blocks_are_the_stack_outputs():
+    torch.manual_seed(0)
+    model = build_model("centroid_transformer", **TINY).eval()
+    pos = torch.rand(2, 64, 3)
+    out = model(pos, return_features=True)
+    x = model.embed_points(pos, None)
+    _, _, info = model.blocks(x, pos)
+    for got, want in zip(out["blocks"], info["blocks"], strict=True):
+        assert got.keys() == want.keys()
+        for key in got:
+            assert got[key] is None if want[key] is None else torch.equal(got[key], want[key])
