@@ -11,9 +11,10 @@
 Why a chain and short time limits: Filament's Vulkan backend over llvmpipe was seen to
 *livelock* on some scenes (llvmpipe's rasteriser threads spin at full CPU, the frame never
 completes; in a watched worker process a 6-geometry side-by-side scene never finished while
-the same arrays rendered in 4-9 s in a plain ``python`` process, so it cannot be predicted from
-the scene). A render here takes 0.1-3 s once the renderer is warm, so each native backend runs
-in a worker process (:mod:`._worker`) that must start (and draw a warm-up frame) within
+the same arrays rendered in 4-9 s in a plain ``python`` process, and in the worker too once
+it had drawn a small warm-up frame first: it cannot be predicted from the scene alone). A
+render here takes 0.1-3 s once the renderer is warm, so each native backend runs in a worker
+process (:mod:`._worker`) that must start (and draw a warm-up frame) within
 ``start_timeout_s`` and answer each render within ``timeout_s`` (seconds); otherwise it is
 killed and the *next* backend draws, never the same one again in this process.
 """
