@@ -2,9 +2,12 @@
 
 - :mod:`.colors`: fixed class / part palettes, scalar colour maps and their legends.
 - :mod:`.scenes`: coloured Open3D geometries (feature-space vs 3D-space KNN of a query point).
-- :mod:`.render`: offscreen rendering to PNG with no display and no GPU.
+- :mod:`.render`: offscreen rendering to PNG with no display and no GPU; :mod:`.backends`: the
+  renderers it falls back through (a stuck one is given up in seconds); :mod:`.software`: the
+  numpy splatter that always works.
 - :mod:`.loading`: checkpoint -> model, dataset and one sample's per-block features.
-- :mod:`.figures`: the multi-panel neighbourhood figure for reports.
+- :mod:`.figures`: the multi-panel neighbourhood figure and report section; :mod:`.part_agreement`:
+  how often feature-space vs 3D neighbours share a point's part (the figure's numbers).
 - :mod:`.app` / :mod:`.cli`: the interactive viewer and ``pointabstract view``.
 
 Open3D is imported only when a geometry is built or rendered.
@@ -18,10 +21,14 @@ _EXPORTS = {
     "ScalarLegend": "colors", "class_palette": "colors", "label_colors": "colors",
     "legend_image": "colors", "part_legend": "colors", "part_palette": "colors",
     "scalar_colors": "colors",
-    "neighbourhood_figure": "figures", "neighbourhood_section": "figures",
+    "NeighbourhoodReport": "figures", "contrasting_queries": "figures", "neighbourhood_figure": "figures",
+    "neighbourhood_report": "figures", "neighbourhood_section": "figures",
+    "chance_agreement": "part_agreement", "neighbour_agreement": "part_agreement",
+    "open_part_dataset": "part_agreement", "part_agreement": "part_agreement",
     "SampleView": "loading", "ViewSession": "loading", "load_session": "loading",
-    "Camera": "render", "Renderer": "render", "RenderError": "render", "render_png": "render",
-    "start_xvfb": "render",
+    "Camera": "render", "Renderer": "render", "RenderError": "render", "png_backend": "render",
+    "render_panels_png": "render", "render_png": "render", "save_png": "render", "start_xvfb": "render",
+    "BACKENDS": "backends", "splat": "software",
     "NeighbourhoodScene": "scenes", "block_output": "scenes", "default_block": "scenes",
     "default_k": "scenes", "feature_knn": "scenes", "highlight_colors": "scenes",
     "neighbourhood_scene": "scenes", "point_cloud": "scenes", "query_marker": "scenes",

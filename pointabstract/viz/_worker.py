@@ -32,8 +32,23 @@ def _rebuild(items: list[dict]) -> list[dict]:
 
 
 def worker(conn, backend: str, width: int, height: int) -> None:
-    """Render requests from ``conn`` until it closes (runs in the worker process)."""
-    impl = Offscreen(width, height) if backend == "offscreen" else Legacy(width, height)
+    """Render requests from ``conn`` until it closes (runs in the worker process).
+
+    First reports ``("ready", seconds)`` once the renderer exists and has drawn a small warm-up
+    scene (a point cloud and a mesh: the first frame compiles the shaders, which takes seconds
+    on a CPU), or ``("error", why)``; then answers each request with ``("ok", image)`` or
+    ``("error", why)``. The caller times the two phases separately.
+    """
+    import time
+
+    start = time.perf_counter()
+    try:
+        impl = Offscreen(width, height) if backend == "offscreen" else Legacy(width, height)
+        impl.render(_rebuild(_WARM_UP), *_warm_up_camera(width, height), np.ones(3))
+    except Exception as err:  # reported to the caller, who falls back to another backend
+        conn.send(("error", f"{type(err).__name__}: {err}"))
+        os._exit(0)
+    conn.send(("ready", time.perf_counter() - start))
     while True:
         try:
             request = conn.recv()
@@ -44,6 +59,25 @@ def worker(conn, backend: str, width: int, height: int) -> None:
         except Exception as err:  # reported to the caller
             conn.send(("error", f"{type(err).__name__}: {err}"))
     os._exit(0)  # skip native destructors (they too were seen to hang)
+
+
+_WARM_UP = [  # a red 3-point cloud and a green triangle, in front of the warm-up camera
+    {"kind": "points", "name": "warm/points", "point_size": 5.0,
+     "points": np.array([[0.0, 0.0, 0.0], [0.2, 0.1, 0.0], [-0.2, -0.1, 0.0]]),
+     "colors": np.eye(3)[[0, 0, 0]]},
+    {"kind": "mesh", "name": "warm/mesh", "point_size": 5.0, "vertices": np.array(
+        [[-0.5, -0.5, -0.1], [0.5, -0.5, -0.1], [0.0, 0.5, -0.1]]), "triangles": np.array([[0, 1, 2]]),
+     "colors": np.eye(3)[[1, 1, 1]]},
+]
+
+
+def _warm_up_camera(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """intrinsic (3, 3), extrinsic (4, 4) of a camera 3 units in front of the warm-up scene."""
+    f = height / (2 * np.tan(np.radians(15)))
+    intrinsic = np.array([[f, 0, width / 2 - 0.5], [0, f, height / 2 - 0.5], [0, 0, 1]])
+    extrinsic = np.diag([1.0, -1.0, -1.0, 1.0])  # looking down -z from +z, y up on screen
+    extrinsic[2, 3] = 3.0
+    return intrinsic, extrinsic
 
 
 class Offscreen:

@@ -156,11 +156,15 @@ class ViewerState:
         """pos (M, 3) and features (M, C) of the current block."""
         return self.sample.block(self.block)
 
-    def scene(self, *, point_size: float = 7.0) -> NeighbourhoodScene:
+    def scene(self, *, point_size: float = 7.0, layout: str | None = None) -> NeighbourhoodScene:
+        """The scene shown; ``layout`` overrides the state's layout (e.g. one panel of it)."""
+        layout = self.layout if layout is None else layout
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
         pos, feats = self.points()
         base, xyz_base, legend = self._base_colors(pos, feats)
         context = self.sample.pos if pos.shape[0] < self.sample.pos.shape[0] else None
-        return neighbourhood_scene(pos, feats, self.query, k=self.k, layout=self.layout, base_colors=base,
+        return neighbourhood_scene(pos, feats, self.query, k=self.k, layout=layout, base_colors=base,
                                    xyz_base_colors=xyz_base, highlight=self.coloring != "distance",
                                    context=context, point_size=point_size, legend=legend)
 
@@ -180,6 +184,12 @@ class ViewerState:
             xc, _ = scalar_colors(x / max(x.max(), 1e-12), vmin=0.0, vmax=1.0)
             return fc, xc, legend
         return GREY, None, None
+
+    def panel_scenes(self, *, point_size: float = 7.0) -> list[NeighbourhoodScene]:
+        """The shown layout as separate single-panel scenes, left to right (``side_by_side``: the
+        feature panel, then the 3D panel), for rendering each panel on its own."""
+        layouts = ("feature", "xyz") if self.layout == "side_by_side" else (self.layout,)
+        return [self.scene(point_size=point_size, layout=layout) for layout in layouts]
 
     def status(self) -> str:
         s = self.sample

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine import MissingDatasetError
     from .app import KEYMAP, NO_DISPLAY, NoDisplayError, ViewerState, has_display, run_viewer
     from .loading import load_session
-    from .render import RenderError, render_png
+    from .render import RenderError, png_backend, render_panels_png
 
     keys = args.keys.split() if args.keys is not None else None
     try:
@@ -85,10 +85,11 @@ def run(args: argparse.Namespace) -> int:
         if args.query is not None:
             state.set_query(args.query)
         if args.png is not None:
-            scene = state.scene()
-            render_png(scene.geometries, args.png, width=args.width, height=args.height, legend=scene.legend)
+            scenes = state.panel_scenes()  # side by side: two panels drawn separately, then joined
+            out = render_panels_png([s.geometries for s in scenes], args.png, width=args.width,
+                                    height=args.height, legend=scenes[0].legend)
             print(state.status())
-            print(f"wrote {args.png}")
+            print(f"wrote {out} (drawn by the {png_backend(out)} renderer)")
             return 0
         saved = run_viewer(state, keys=keys, screenshot_dir=args.screenshot_dir, width=args.width,
                            height=args.height)

@@ -1,43 +1,30 @@
 """Offscreen rendering of scenes to images and PNG files, with no display and no GPU.
 
-Backends, tried in this order by ``backend="auto"``:
-
-- ``"offscreen"``: Open3D's Filament ``OffscreenRenderer``. On a machine without a GPU it
-  renders on the CPU through Mesa (Vulkan llvmpipe from Debian's ``mesa-vulkan-drivers``, or
-  EGL from ``libegl1``). Post-processing is switched off so pixels hold the exact colours.
-- ``"legacy"``: the legacy ``open3d.visualization.Visualizer`` in a hidden window: headless
-  EGL when there is no display, GLX on ``$DISPLAY`` otherwise; when both fail and ``DISPLAY``
-  is unset, a virtual X server (``Xvfb``, Debian package ``xvfb``) is started for it.
-
-A native renderer that finds no usable driver may abort the whole process instead of raising,
-so ``"auto"`` first checks each backend once per process in a short-lived subprocess, and
-every rendering then happens in a worker process (:mod:`._worker`) that is killed when stuck.
+:class:`Renderer` draws drawables (see :mod:`.scenes`) through a :class:`Camera` with the
+first backend of :mod:`.backends` that works here (``backend="auto"``: Open3D's Filament
+renderer, then the legacy visualiser over EGL / Xvfb, then a numpy software splatter), giving
+up a stuck or failing backend within seconds. Side-by-side layouts are drawn as separate
+panels and joined (:meth:`Renderer.render_panels`). Each PNG records which backend drew it in
+its metadata (:func:`png_backend`).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .backends import BACKENDS, RenderError, backend_chain, give_up, open_backend, start_xvfb
 from .colors import BACKGROUND, ScalarLegend, legend_image
 
-__all__ = ["BACKENDS", "Camera", "RenderError", "Renderer", "render_png", "resolve_backend", "scene_points",
-           "start_xvfb"]
+__all__ = ["BACKENDS", "Camera", "PNG_BACKEND_KEY", "RenderError", "Renderer", "png_backend",
+           "render_panels_png", "render_png", "save_png", "scene_points", "start_xvfb"]
 
-BACKENDS = ("offscreen", "legacy")
-_PROBED: dict[str, str | None] = {}  # backend -> None when it works, else why not
-_XVFB: list[subprocess.Popen] = []
-
-
-class RenderError(RuntimeError):
-    """No rendering backend works here; the message names what is missing."""
+PNG_BACKEND_KEY = "pointabstract:backend"  # PNG text chunk naming the backend(s) that drew the image
 
 
 @dataclass(frozen=True)
@@ -54,6 +41,30 @@ class Camera:
     fov: float = 10.0  # vertical field of view, degrees (narrow: side-by-side copies look alike)
     zoom: float = 1.0
     center: tuple[float, float, float] | None = None  # look-at point (default: the box centre)
+
+    @classmethod
+    def facing(cls, points, *, tilt: float = 0.35, **kwargs) -> Camera:
+        """A camera that shows the two largest extents of ``points`` (P, 3).
+
+        It looks along the points' direction of least spread (smallest principal axis), tilted
+        by ``tilt`` towards the other two axes so depth stays visible, from the side of the
+        default view; ``up`` is world y unless that is nearly the viewing direction (then the
+        largest axis). ``kwargs`` go to the constructor (``fov``, ``zoom``, ``center``).
+        """
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        if len(pts) < 3 or not np.isfinite(pts).all():
+            raise ValueError(f"points must be (P, 3) finite with P >= 3, got shape {pts.shape}")
+        if not tilt >= 0:
+            raise ValueError(f"tilt must be >= 0, got {tilt}")
+        _, vectors = np.linalg.eigh(np.cov((pts - pts.mean(0)).T))  # columns by ascending spread
+        signs = [1.0 if v @ np.array(cls.direction) >= 0 else -1.0 for v in vectors.T]
+        axes = vectors.T * np.array(signs)[:, None]  # smallest, middle, largest; towards the default eye
+        direction = axes[0] + tilt * (axes[1] + axes[2])
+        direction /= np.linalg.norm(direction)
+        up = np.array([0.0, 1.0, 0.0])
+        if abs(direction @ up) > 0.8:  # looking (nearly) down or up: y would roll the image
+            up = axes[2]
+        return cls(direction=tuple(map(float, direction)), up=tuple(map(float, up)), **kwargs)
 
     @property
     def right(self) -> np.ndarray:
@@ -88,30 +99,41 @@ class Camera:
 
 
 class Renderer:
-    """A reusable offscreen renderer (creating one costs ~1-2 s; rendering with it ~0.1 s).
-
-    The native renderer runs in a worker process of its own: Mesa's CPU rasteriser was seen
-    to livelock inside Filament now and then (one of its threads spinning, the caller waiting
-    forever, also at interpreter exit), so a render that takes longer than ``timeout_s`` kills
-    the worker and is retried once in a fresh one before :class:`RenderError` is raised.
+    """A reusable offscreen renderer (starting a native backend costs ~1-3 s; a render ~0.1-1 s).
 
     Args:
         width, height: image size in pixels.
-        backend: ``"auto"`` (see the module docstring), ``"offscreen"`` or ``"legacy"``.
+        backend: ``"auto"`` (the fallback chain of :mod:`.backends`), or ``"offscreen"``,
+            ``"legacy"`` or ``"software"`` alone (no fallback: its failure is a RenderError).
         background: RGB background in [0, 1].
-        timeout_s: longest a single render may take.
+        timeout_s: longest one render may take before its backend is given up.
+        start_timeout_s: longest a native backend may take to start and draw a warm-up frame.
+
+    Attributes:
+        backends_used: the backend that drew each image so far, in order.
+        fallbacks: ``"name: why"`` for every backend given up by this renderer.
     """
 
     def __init__(self, width: int = 800, height: int = 600, *, backend: str = "auto", background=BACKGROUND,
-                 timeout_s: float = 120.0):
+                 timeout_s: float = 10.0, start_timeout_s: float = 60.0):
         for name, value in (("width", width), ("height", height)):
             if isinstance(value, bool) or not isinstance(value, int) or not 16 <= value <= 8192:
                 raise ValueError(f"{name} must be an int in [16, 8192], got {value!r}")
+        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         self.width, self.height = width, height
         self.background = np.asarray(background, dtype=float)
-        self.backend = resolve_backend(backend)
-        self.timeout_s = timeout_s
-        self._impl = None
+        self.chain, self.explicit = backend_chain(backend), backend != "auto"
+        self.timeout_s, self.start_timeout_s = float(timeout_s), float(start_timeout_s)
+        self.backends_used: list[str] = []
+        self.fallbacks: list[str] = []
+        self._impl = None  # (backend name, width, started backend)
+        self._xvfb_tried = False
+
+    @property
+    def last_backend(self) -> str | None:
+        return self.backends_used[-1] if self.backends_used else None
 
     def render(self, geometries, *, camera: Camera | None = None,
                legend: ScalarLegend | None = None) -> np.ndarray:
@@ -120,19 +142,77 @@ class Renderer:
         Returns:
             (height, width, 3) uint8 RGB; with ``legend`` its colour bar fills the right edge.
         """
-        drawables = _drawables(geometries)
+        return self.render_panels([geometries], camera=camera, legend=legend)
+
+    def render_panels(self, panels, *, camera: Camera | None = None,
+                      legend: ScalarLegend | None = None) -> np.ndarray:
+        """Render each panel (a list of drawables) on its own, side by side, left to right.
+
+        Each panel gets ``width / len(panels)`` pixels (the legend's bar first takes its share)
+        and its own fitted camera; fewer geometries per frame is also what keeps Filament's
+        Vulkan backend out of the livelock described in :mod:`.backends`.
+
+        Returns:
+            (height, width, 3) uint8 RGB.
+        """
+        if isinstance(panels, dict) or not isinstance(panels, (list, tuple)) or not panels:
+            raise ValueError(f"panels must be a non-empty list of drawable lists, got "
+                             f"{type(panels).__name__}")
         bar = legend_image(legend, width=min(110, self.width // 4), height=self.height) if legend else None
-        width = self.width - (0 if bar is None else bar.shape[1])
-        intrinsic, extrinsic = (camera or Camera()).matrices(scene_points(drawables), width, self.height)
-        if self._impl is None or self._impl[0] != width:
-            self.close()
-            self._impl = (width, _Isolated(self.backend, width, self.height, self.timeout_s))
-        image = self._impl[1].render(drawables, intrinsic, extrinsic, self.background)
-        return image if bar is None else np.concatenate([image, bar], axis=1)
+        free = self.width - (0 if bar is None else bar.shape[1])
+        widths = [free // len(panels) + (1 if i < free % len(panels) else 0) for i in range(len(panels))]
+        if min(widths) < 16:
+            raise ValueError(f"width {self.width} leaves panels narrower than 16 pixels for "
+                             f"{len(panels)} panels")
+        images = []
+        for geometries, width in zip(panels, widths):
+            drawables = _drawables(geometries)
+            intrinsic, extrinsic = (camera or Camera()).matrices(scene_points(drawables), width, self.height)
+            images.append(self._draw(_plain(drawables), intrinsic, extrinsic, width))
+        return np.concatenate(images + ([] if bar is None else [bar]), axis=1)
+
+    def _draw(self, items, intrinsic, extrinsic, width: int) -> np.ndarray:
+        while True:
+            if not self.chain:
+                raise RenderError("no rendering backend could draw here:\n  " + "\n  ".join(self.fallbacks)
+                                  + "\nInstall the Debian packages mesa-vulkan-drivers, libegl1 and libgl1 "
+                                    "(Open3D's CPU rendering) or xvfb, or use backend='software'.")
+            name = self.chain[0]
+            try:
+                if self._impl is None or self._impl[:2] != (name, width):
+                    self.close()
+                    started = open_backend(name, width, self.height, timeout_s=self.timeout_s,
+                                           start_timeout_s=self.start_timeout_s)
+                    self._impl = (name, width, started)
+                image = self._impl[2].render(items, intrinsic, extrinsic, self.background)
+            except RenderError as err:
+                self.close()
+                self._fall_back(name, str(err))
+                continue
+            self.backends_used.append(name)
+            return image
+
+    def _fall_back(self, name: str, why: str) -> None:
+        """Give up ``name`` (after one try under a fresh Xvfb for the legacy visualiser)."""
+        no_display = not os.environ.get("DISPLAY")
+        if name == "legacy" and no_display and not self._xvfb_tried and shutil.which("Xvfb"):
+            self._xvfb_tried = True
+            try:
+                start_xvfb()
+                self.fallbacks.append(f"legacy (headless EGL): {why}; retrying under Xvfb")
+                return
+            except RenderError as err:
+                why = f"{why}; {err}"
+        self.fallbacks.append(f"{name}: {why}")
+        self.chain.pop(0)
+        if not self.explicit:
+            give_up(name, why)
+            nxt = f"; drawing with {self.chain[0]}" if self.chain else ""
+            print(f"note: {name} renderer given up ({why}){nxt}", file=sys.stderr)
 
     def close(self) -> None:
         if self._impl is not None:
-            self._impl[1].close()
+            self._impl[2].close()
             self._impl = None
 
     def __enter__(self) -> Renderer:
@@ -153,125 +233,48 @@ def render_png(geometries, path: str | Path, *, width: int = 800, height: int = 
         width, height: image size in pixels.
         camera: a :class:`Camera` (default: fitted three-quarter view of a y-up shape).
         legend: a scalar colouring's legend, drawn as a colour bar on the right.
-        backend: ``"auto"``, ``"offscreen"`` or ``"legacy"``.
+        backend: ``"auto"`` or one of :data:`BACKENDS`.
         background: RGB in [0, 1].
 
     Returns:
-        The path written. Raises :class:`RenderError` when no backend works here.
+        The path written; :func:`png_backend` reads back which backend drew it.
     """
-    from PIL import Image
+    return render_panels_png([geometries], path, width=width, height=height, camera=camera, legend=legend,
+                             backend=backend, background=background)
 
+
+def render_panels_png(panels, path: str | Path, *, width: int = 800, height: int = 600,
+                      camera: Camera | None = None, legend: ScalarLegend | None = None,
+                      backend: str = "auto", background=BACKGROUND) -> Path:
+    """:func:`render_png` of several panels drawn separately and joined left to right
+    (:meth:`Renderer.render_panels`); ``panels`` is a list of drawable lists."""
     with Renderer(width, height, backend=backend, background=background) as renderer:
-        image = renderer.render(geometries, camera=camera, legend=legend)
+        image = renderer.render_panels(panels, camera=camera, legend=legend)
+    return save_png(image, path, backends=renderer.backends_used, fallbacks=renderer.fallbacks)
+
+
+def save_png(image: np.ndarray, path: str | Path, *, backends, fallbacks=()) -> Path:
+    """Write (H, W, 3) uint8 ``image`` with the backends that drew it (and why others were
+    given up) in its PNG text metadata; the folder is created."""
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    info.add_text(PNG_BACKEND_KEY, ",".join(dict.fromkeys(backends)) or "none")
+    if fallbacks:
+        info.add_text("pointabstract:fallbacks", " | ".join(fallbacks))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(image).save(path)
+    Image.fromarray(image).save(path, pnginfo=info)
     return path
 
 
-def resolve_backend(backend: str = "auto") -> str:
-    """The backend to use: an explicit name as is, or the first that works (checked once)."""
-    if backend in BACKENDS:
-        _require_open3d()
-        return backend
-    if backend != "auto":
-        raise ValueError(f"backend must be 'auto' or one of {list(BACKENDS)}, got {backend!r}")
-    _require_open3d()
-    reasons = []
-    for name in BACKENDS:
-        why = _probe(name)
-        if why is None:
-            return name
-        reasons.append(f"{name}: {why}")
-    if not os.environ.get("DISPLAY"):
-        try:
-            start_xvfb()
-        except RenderError as err:
-            reasons.append(str(err))
-        else:
-            _PROBED.pop("legacy", None)
-            why = _probe("legacy")
-            if why is None:
-                return "legacy"
-            reasons.append(f"legacy under Xvfb: {why}")
-    raise RenderError("no offscreen rendering backend works on this machine:\n  " + "\n  ".join(reasons)
-                      + "\nInstall the Debian packages mesa-vulkan-drivers, libegl1 and libgl1 "
-                        "(Open3D's CPU rendering) or xvfb (virtual display for the legacy visualiser).")
+def png_backend(path: str | Path) -> str | None:
+    """The backend(s) recorded in a PNG written here (comma-separated), None if it has none."""
+    from PIL import Image
 
-
-def start_xvfb(*, screen: str = "1920x1080x24") -> str:
-    """Start a virtual X server for this process (stopped at exit); sets and returns ``DISPLAY``."""
-    exe = shutil.which("Xvfb")
-    if exe is None:
-        raise RenderError("Xvfb not found (Debian package xvfb)")
-    read, write = os.pipe()
-    proc = subprocess.Popen([exe, "-displayfd", str(write), "-screen", "0", screen, "-nolisten", "tcp"],
-                            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as f:
-        number = f.readline().strip()
-    if not number.isdigit():
-        proc.kill()
-        raise RenderError(f"Xvfb did not start (exit code {proc.poll()})")
-    _XVFB.append(proc)
-    if len(_XVFB) == 1:
-        atexit.register(_stop_xvfb)
-    os.environ["DISPLAY"] = f":{number}"
-    return os.environ["DISPLAY"]
-
-
-def _stop_xvfb() -> None:
-    while _XVFB:
-        proc = _XVFB.pop()
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _require_open3d() -> None:
-    try:
-        import open3d  # noqa: F401
-    except ImportError as err:  # also raised when its shared libraries (libGL, libusb) are missing
-        raise RenderError(f"open3d cannot be imported ({err}); install pointabstract[viz] and the "
-                          "Debian packages libgl1 libusb-1.0-0 libgomp1") from None
-
-
-_PROBE_SCENE = ("import numpy as np, open3d as o3d\n"
-                "cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(np.random.rand(50, 3)))\n"
-                "cloud.paint_uniform_color([1.0, 0.0, 0.0])\n")
-_PROBE_CODE = {  # open3d only (no torch import): each renders a red cloud and checks the pixels
-    "offscreen": _PROBE_SCENE + (
-        "from open3d.visualization import rendering\n"
-        "r = rendering.OffscreenRenderer(32, 32)\n"
-        "m = rendering.MaterialRecord(); m.shader = 'defaultUnlit'; m.point_size = 5.0\n"
-        "r.scene.add_geometry('c', cloud, m)\n"
-        "r.setup_camera(60.0, [0.5, 0.5, 0.5], [0.5, 0.5, 3.0], [0.0, 1.0, 0.0])\n"
-        "r.scene.view.set_post_processing(False)\n"
-        "img = np.asarray(r.render_to_image())\n"),
-    "legacy": _PROBE_SCENE + (
-        "vis = o3d.visualization.Visualizer()\n"
-        "assert vis.create_window(width=32, height=32, visible=False), 'no window, no EGL'\n"
-        "vis.add_geometry(cloud); vis.get_render_option().point_size = 5.0\n"
-        "img = (np.asarray(vis.capture_screen_float_buffer(do_render=True)) * 255).round()\n"),
-}
-_PROBE_CHECK = ("assert (img[..., :3] == [255, 0, 0]).all(-1).any(), 'no red pixel rendered'\n"
-                "print('render-ok')\n")
-
-
-def _probe(name: str) -> str | None:
-    """Render a tiny scene with ``name`` in a subprocess: None if it worked, else the reason."""
-    if name not in _PROBED:
-        try:
-            out = subprocess.run([sys.executable, "-c", _PROBE_CODE[name] + _PROBE_CHECK],
-                                 capture_output=True, text=True, timeout=120)
-            ok = out.returncode == 0 and "render-ok" in out.stdout
-            lines = (out.stdout + out.stderr).strip().splitlines() or [f"exit code {out.returncode}"]
-            _PROBED[name] = None if ok else lines[-1]
-        except subprocess.TimeoutExpired:
-            _PROBED[name] = "timed out after 120 s"
-    return _PROBED[name]
+    with Image.open(path) as image:
+        return image.text.get(PNG_BACKEND_KEY) if hasattr(image, "text") else None
 
 
 def _drawables(geometries) -> list[dict]:
@@ -323,52 +326,3 @@ def _plain(drawables: list[dict]) -> list[dict]:
             raise TypeError(f"cannot render a {type(g).__name__}: point clouds and triangle meshes only")
         out.append(item)
     return out
-
-
-class _Isolated:
-    """A renderer in a worker process; a stuck render is killed and retried once."""
-
-    def __init__(self, backend: str, width: int, height: int, timeout_s: float):
-        self.args, self.timeout_s = (backend, width, height), timeout_s
-        self.proc = self.conn = None
-
-    def _start(self) -> None:
-        import multiprocessing as mp
-
-        from ._worker import worker
-
-        ctx = mp.get_context("spawn")  # a fresh interpreter: no inherited threads or GL state
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker, args=(child, *self.args), daemon=True)
-        self.proc.start()
-        child.close()
-
-    def render(self, drawables, intrinsic, extrinsic, background) -> np.ndarray:
-        request = (_plain(drawables), intrinsic, extrinsic, np.asarray(background, float))
-        for _attempt in range(2):
-            if self.proc is None or not self.proc.is_alive():
-                self._start()
-            self.conn.send(request)
-            if self.conn.poll(self.timeout_s):
-                try:
-                    status, value = self.conn.recv()
-                except EOFError:  # the worker died (e.g. the driver aborted)
-                    status, value = "error", f"the render worker exited with code {self.proc.exitcode}"
-                if status == "ok":
-                    return value
-                self.close()
-                raise RenderError(f"{self.args[0]} rendering failed: {value}")
-            self.close()  # stuck: kill and try once more in a fresh worker
-        raise RenderError(f"{self.args[0]} rendering took longer than {self.timeout_s:.0f} s twice")
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        if self.proc is not None:
-            self.proc.join(5)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join(5)
-        self.proc = self.conn = None
-
-

@@ -152,7 +152,7 @@ class NeighbourhoodScene:
 
 def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str = "side_by_side",
                         base_colors=GREY, xyz_base_colors=None, highlight: bool = True,
-                        context=None, gap: float = 0.25, side_direction=None,
+                        context=None, context_colors=CONTEXT, gap: float = 0.25, side_direction=None,
                         point_size: float = 7.0, legend: ScalarLegend | None = None) -> NeighbourhoodScene:
     """Feature-space vs 3D-space neighbourhood of one query point (the paper's Fig. 4).
 
@@ -167,7 +167,8 @@ def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str =
         xyz_base_colors: the same for the 3D panel when it differs (e.g. a colouring by the
             distance to the query in each space); default ``base_colors``.
         highlight: paint the neighbours in red (off for scalar colourings that show them anyway).
-        context: (N, 3) optional input cloud drawn in light grey, smaller, behind each panel.
+        context: (N, 3) optional input cloud drawn smaller behind each panel.
+        context_colors: its colour: one RGB colour (default light grey) or (N, 3), e.g. faint parts.
         gap: space between the panels, as a fraction of the cloud's width.
         side_direction: (3,) direction from the feature panel to the 3D panel (default: the
             image's right for the default :class:`~pointabstract.viz.render.Camera`, so both
@@ -204,7 +205,8 @@ def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str =
         colors = highlight_colors(m, idx if highlight else [], base=panel_base)
         scene.colors[name] = colors
         if ctx is not None:
-            scene.geometries.append({"name": f"{name}/context", "geometry": point_cloud(ctx + shift, CONTEXT),
+            cloud = point_cloud(ctx + shift, context_colors)
+            scene.geometries.append({"name": f"{name}/context", "geometry": cloud,
                                      "point_size": point_size / 2})
         scene.geometries.append({"name": f"{name}/points", "geometry": point_cloud(xyz + shift, colors),
                                  "point_size": point_size})

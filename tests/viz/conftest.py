@@ -39,3 +39,18 @@ def session(tiny_run):
     from pointabstract.viz import load_session
 
     return load_session(tiny_run[0])
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """(checkpoint, data root) of the demo preset's model (256 training points, blocks of 256, 128,
+    128, 32) after one epoch on a small copy of the built-in synthetic data, stored with 1,024
+    points per shape in both its ModelNet and ShapeNetPart (part-labelled) layouts."""
+    from pointabstract.data.synthetic import generate
+
+    root = tmp_path_factory.mktemp("demo")
+    generate(root / "data", train_per_class=2, test_per_class=1, num_points=1024, workers=1, progress=False)
+    overrides = [f"data.root={root / 'data'}", "data.workers=0", "data.batch_size=16", "optim.epochs=1",
+                 f"log.out_dir={root / 'run'}", "log.progress=false", "log.tensorboard=false"]
+    train(load_config("demo", overrides))
+    return root / "run" / "last.pt", root / "data"

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from pointabstract.ops import knn_naive
-from pointabstract.viz import render
+from pointabstract.viz import backends, render
 from pointabstract.viz.app import KEYMAP, ViewerState, key_help
 from pointabstract.viz.colors import HIGHLIGHT, QUERY, class_palette, part_palette
 
@@ -98,7 +98,7 @@ def xvfb_display():
     else:
         os.environ["DISPLAY"] = before
     yield display
-    render._stop_xvfb()
+    backends._stop_xvfb()
 
 
 def test_viewer_app_under_xvfb_takes_scripted_keys_saves_a_screenshot_and_exits(o3d, tiny_run, tmp_path,

@@ -10,7 +10,7 @@ from PIL import Image
 
 from pointabstract.viz import render as R
 from pointabstract.viz.colors import HIGHLIGHT, QUERY, ScalarLegend
-from pointabstract.viz.render import Camera, RenderError, render_png
+from pointabstract.viz.render import Camera, png_backend, render_panels_png, render_png
 from pointabstract.viz.scenes import neighbourhood_scene
 from tests.helpers import cloud
 
@@ -93,6 +93,8 @@ def test_render_input_errors(o3d):
         R.Renderer(0, 100, backend="offscreen")
     with pytest.raises(ValueError, match="backend must be 'auto' or one of"):
         R.Renderer(100, 100, backend="vulkan")
+    with pytest.raises(ValueError, match="timeout_s must be a number of seconds > 0, got -1"):
+        R.Renderer(100, 100, timeout_s=-1)
     with pytest.raises(TypeError, match=r"geometries\[0\] must be an Open3D geometry"):
         R.scene_points([np.zeros((3, 3))])
     with pytest.raises(ValueError, match="geometries must hold at least one geometry"):
@@ -101,17 +103,40 @@ def test_render_input_errors(o3d):
         R.scene_points([o3d.geometry.PointCloud()])
 
 
-def test_no_working_backend_is_a_clear_error(o3d, monkeypatch):
-    monkeypatch.setattr(R, "_probe", lambda name: f"{name} failed in this test")
-    monkeypatch.setattr(R, "start_xvfb", lambda: (_ for _ in ()).throw(RenderError("Xvfb not found (Debian package xvfb)")))
-    monkeypatch.delenv("DISPLAY", raising=False)
-    with pytest.raises(RenderError, match=r"(?s)offscreen: offscreen failed.*legacy: legacy failed.*Xvfb not found.*mesa-vulkan-drivers"):
-        R.resolve_backend("auto")
+def test_png_records_the_backend_and_software_draws_what_the_native_renderer_draws(o3d, tmp_path):
+    native = render_png(_scene().geometries, tmp_path / "n.png", width=320, height=160)
+    soft = render_png(_scene().geometries, tmp_path / "s.png", width=320, height=160, backend="software")
+    assert png_backend(soft) == "software" and png_backend(native) in ("offscreen", "legacy", "software")
+    a, b = np.asarray(Image.open(native)), np.asarray(Image.open(soft))
+    assert _count(b, RED) >= 64 and _count(b, BLUE) >= 10
+    # same camera, same geometry: the red highlights span the same box (occlusions differ by a pixel or two)
+    boxes = [np.concatenate([np.argwhere(_count_mask(img, RED)).min(0), np.argwhere(_count_mask(img, RED)).max(0)])
+             for img in (a, b)]
+    assert np.abs(boxes[0] - boxes[1]).max() <= 2
 
 
-def test_probe_reports_why_a_backend_fails(monkeypatch):
-    monkeypatch.setitem(R._PROBE_CODE, "broken", "raise SystemExit('libEGL.so.1: cannot open shared object')\n")
-    monkeypatch.setitem(R._PROBE_CODE, "fine", "img = __import__('numpy').array([[[255, 0, 0]]])\n")
-    monkeypatch.setattr(R, "_PROBED", {})
-    assert R._probe("broken") == "libEGL.so.1: cannot open shared object"
-    assert R._probe("fine") is None
+def test_panels_are_drawn_separately_and_joined_left_to_right(o3d, tmp_path):
+    panels = [_scene("feature").geometries, _scene("xyz").geometries]
+    legend = ScalarLegend("viridis", 0.0, 1.0, "x")
+    out = render_panels_png(panels, tmp_path / "p.png", width=331, height=120, backend="software", legend=legend)
+    img = np.asarray(Image.open(out))
+    assert img.shape == (120, 331, 3)
+    bar = min(110, 331 // 4)
+    left, right = img[:, :(331 - bar) // 2 + 1], img[:, (331 - bar) // 2 + 1:331 - bar]
+    assert _count(left, RED) >= 8 * 4 and _count(right, RED) >= 8 * 4  # each panel its own neighbours
+    with pytest.raises(ValueError, match="panels must be a non-empty list of drawable lists"):
+        R.Renderer(100, 100, backend="software").render_panels([])
+    with pytest.raises(ValueError, match="leaves panels narrower than 16 pixels for 7 panels"):
+        R.Renderer(100, 100, backend="software").render_panels([panels[0]] * 7)
+
+
+def test_camera_facing_looks_along_the_smallest_extent():
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(-1, 1, (500, 3)) * [3.0, 1.0, 0.1]  # a flat plate in x-y
+    cam = Camera.facing(pts, tilt=0.0)
+    assert abs(abs(cam.direction[2]) - 1) < 1e-3 and cam.up == (0.0, 1.0, 0.0)
+    flat_y = rng.uniform(-1, 1, (500, 3)) * [3.0, 0.1, 1.0]  # a table top: seen from above, x up
+    cam = Camera.facing(flat_y)
+    assert abs(cam.direction[1]) > 0.8 and abs(abs(cam.up[0]) - 1) < 1e-3
+    with pytest.raises(ValueError, match="points must be"):
+        Camera.facing(np.zeros((2, 3)))

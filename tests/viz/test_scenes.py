@@ -129,3 +129,16 @@ def test_default_k_keeps_the_papers_proportion():
     assert default_k(128) == 40 and default_k(1024) == 40 and default_k(32) == 10 and default_k(1) == 1
     with pytest.raises(ValueError, match="num_points must be a positive int"):
         default_k(0)
+
+
+def test_context_can_be_coloured_per_point(o3d):
+    from pointabstract.viz.scenes import neighbourhood_scene
+    from tests.helpers import cloud
+
+    pos, feats, ctx = cloud(1, 20, 3, seed=1)[0], cloud(1, 20, 4, seed=2)[0], cloud(1, 50, 3, seed=3)[0]
+    colors = np.tile([0.9, 0.7, 0.7], (50, 1))
+    scene = neighbourhood_scene(pos, feats, 0, k=3, layout="feature", context=ctx, context_colors=colors)
+    context = [g for g in scene.geometries if g["name"] == "feature/context"][0]["geometry"]
+    np.testing.assert_allclose(np.asarray(context.colors), colors)
+    with pytest.raises(ValueError, match=r"colors must be one RGB colour or shape \(50, 3\)"):
+        neighbourhood_scene(pos, feats, 0, k=3, layout="feature", context=ctx, context_colors=colors[:4])
