@@ -1,0 +1,364 @@
+"""Sequoia attention: one self-attention layer over a k-ary tree built on the points.
+
+Sonnerly, Trang et al., *Sequoia: hierarchical self-attention layer with sparse updates for
+point clouds and long sequences*. The points are the leaves of the tree from
+:func:`~pointabstract.ops.build_tree`; internal nodes are hubs. Every node attends to three
+sets, each giving one proposal: its children, its siblings and its ancestors up to the root.
+The proposals are pooled with learned weights, then a residual and an MLP follow. Each node
+attends to at most ``max(leaf_size, branching) + depth`` others, so a layer costs
+O(N log N) time and memory; no (N, N) matrix is ever formed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..ops import _validate as V
+from ..ops import build_tree
+from ..ops.gather import take_rows
+from ..ops.tree import PointTree
+from ..ops.tree_tables import TreeTables, node_positions, tree_tables, tree_tables_naive
+
+__all__ = ["MODES", "SequoiaAttention", "TreeProposal", "sequoia_attention_naive"]
+
+MODES = ("sequential", "parallel")
+
+
+def _masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
+    """Softmax over ``dim`` where ``mask``; masked entries (and all-masked rows) get exactly 0."""
+    filled = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
+    return filled.softmax(dim) * mask
+
+
+class TreeProposal(nn.Module):
+    """Multi-head attention of S queries to K gathered keys each, with relative positions.
+
+    The relative position ``r = p_key - p_query`` enters twice: an MLP of ``r`` adds one bias
+    per head to the logits, and a linear map of ``r`` is added to each value. Padded keys
+    (index -1) get weight exactly 0; a query without any key gets output 0.
+
+    Args:
+        dim: channels C (divisible by ``heads``).
+        heads: attention heads H.
+        pos_hidden: hidden width of the position-bias MLP.
+    """
+
+    def __init__(self, dim: int, *, heads: int, pos_hidden: int = 32):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.pos_bias = nn.Sequential(nn.Linear(3, pos_hidden), nn.ReLU(), nn.Linear(pos_hidden, heads))
+        self.pos_value = nn.Linear(3, dim, bias=False)
+
+    def forward(self, x, pos, src, src_pos, idx):
+        """Attend.
+
+        Args:
+            x: (B, S, C) query features; pos: (B, S, 3) their positions.
+            src: (B, T, C) key / value features; src_pos: (B, T, 3) their positions.
+            idx: (B, S, K) int64 indices into T, -1 padded.
+
+        Returns:
+            out: (B, S, C); has: (B, S) bool, True where the query had at least one key;
+            weights: (B, S, K, H) attention weights (0 on padding).
+        """
+        batch, size, channels = x.shape
+        heads, width = self.heads, channels // self.heads
+        mask = idx >= 0  # (B, S, K)
+        kv = take_rows(self.kv(src), idx)  # (B, S, K, 2C); -1 gathers row 0, masked below
+        key, value = kv.view(batch, size, idx.shape[2], 2, heads, width).unbind(3)  # (B, S, K, H, D)
+        rel = take_rows(src_pos, idx) - pos.unsqueeze(2)  # (B, S, K, 3)
+        q = self.q(x).view(batch, size, 1, heads, width)
+        logits = (q * key).sum(-1) / math.sqrt(width) + self.pos_bias(rel)  # (B, S, K, H)
+        weights = _masked_softmax(logits, mask.unsqueeze(-1), dim=2)
+        out = torch.einsum("bskh,bskhd->bshd", weights, value)
+        rel_mean = torch.einsum("bskh,bskc->bshc", weights, rel)  # (B, S, H, 3)
+        out = out + torch.einsum("bshc,hdc->bshd", rel_mean, self.pos_value.weight.view(heads, width, 3))
+        return self.out(out.reshape(batch, size, channels)), mask.any(-1), weights
+
+
+class SequoiaAttention(nn.Module):
+    """Sequoia tree attention layer: ``(x: (B, N, C), pos: (B, N, 3), tree) -> (B, N, C)``.
+
+    Internal nodes start as a learned pooling of their children (a softmax over a learned
+    score of each child's features: ``h_l = sum_j softmax_j(w . h_j) h_j``, bottom-up from
+    the points) and sit at the mean of their points. ``LN`` is one LayerNorm applied to every
+    query and key; ``mix`` averages the proposals a node has with weights
+    ``softmax(alpha)`` over three learned scalars (renormalised over the proposals present:
+    leaves have no children, the root no siblings or ancestors); ``MLP(u) = u + FFN(LN2(u))``.
+
+    ``mode="sequential"`` (the paper, default), with R the root level::
+
+        init    h_0 = x;  h_l = pool(children of l in h_{l-1})        for l = 1..R
+        l = 0   a_0 = h_0 + mix(sib(h_0), anc(h_1..h_R))               (leaves, no MLP yet)
+        l = 1   u_1 = MLP(h_1 + mix(chi(a_0), sib(h_1), anc(h_2..h_R)))
+        l >= 2  u_l = MLP(h_l + mix(chi(u_{l-1}), sib(h_l), anc(h_{l+1}..h_R)))   bottom-up
+        final   y = MLP(a_0 + fin(a_0 -> ancestors u_1..u_R))           (leaves read their
+                                                                          updated ancestors)
+
+    so a level's children are already updated when it is, siblings and ancestors are not, and
+    through the root every leaf's output depends on every point. ``sib`` lists the other
+    children of the node's parent.
+
+    ``mode="parallel"`` (the official code's variant): every level at once from the
+    initial states, siblings = the ``siblings_k`` nearest nodes of the same level::
+
+        u_l = MLP(h_l + mix(chi(h_{l-1}), near(h_l), anc(h_{l+1}..h_R)))   for all l
+        y = u_0
+
+    Here a leaf sees every point only through the pooled initial ancestors.
+
+    Args:
+        dim: channels C (divisible by ``heads``).
+        heads: attention heads H.
+        mode: ``"sequential"`` or ``"parallel"`` (above).
+        siblings_k: same-level neighbours per node in parallel mode.
+        mlp_ratio: hidden width of the MLP as a multiple of C.
+        branching, leaf_size: the tree built when ``forward`` gets none.
+    """
+
+    def __init__(self, dim: int, *, heads: int = 4, mode: str = "sequential", siblings_k: int = 16,
+                 mlp_ratio: float = 2.0, branching: int = 4, leaf_size: int = 16):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        self.dim, self.heads, self.mode, self.siblings_k = dim, heads, mode, siblings_k
+        self.branching, self.leaf_size = branching, leaf_size
+        self.pool_score = nn.Linear(dim, 1)
+        self.norm = nn.LayerNorm(dim)
+        self.children_attn = TreeProposal(dim, heads=heads)
+        self.siblings_attn = TreeProposal(dim, heads=heads)
+        self.ancestors_attn = TreeProposal(dim, heads=heads)
+        self.final_attn = TreeProposal(dim, heads=heads) if mode == "sequential" else None
+        self.mix = nn.Parameter(torch.zeros(3))  # children, siblings, ancestors
+        hidden = int(dim * mlp_ratio)
+        self.mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+
+    def tables(self, tree: PointTree) -> TreeTables:
+        """The index tables this layer needs (build once, share across layers)."""
+        return tree_tables(tree, nearest=self.siblings_k if self.mode == "parallel" else None)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, tree: PointTree | None = None, *,
+                tables: TreeTables | None = None, nodes: list[torch.Tensor] | None = None,
+                return_nodes: bool = False):
+        """Update the leaves (the points) through the tree.
+
+        Args:
+            x: (B, N, C) point features.
+            pos: (B, N, 3) point coordinates (gradients reach them through the relative
+                positions).
+            tree: ``build_tree`` output for ``pos``; built here (no gradient) when None.
+            tables: ``self.tables(tree)``, to share across layers; built here when None.
+            nodes: the previous layer's ``nodes`` (list over levels of (B, S_l, C)): levels
+                1..R start from them instead of the pooling of their children (level 0 is
+                ``x``), so the hubs carry their state from layer to layer. Without it, a
+                parallel-mode layer's internal updates reach no output of this layer.
+            return_nodes: also return the tree's node states.
+
+        Returns:
+            (B, N, C) updated point features; with ``return_nodes`` also a dict with
+            ``nodes``: list over levels of (B, S_l, C) updated states (level 0 = the output),
+            ``pos``: list of (B, S_l, 3) node positions, ``weights``: list over levels of
+            ``{proposal: ((B, S_l, K, H) weights, (B, S_l, K) indices)}``.
+        """
+        V.check_cloud("x", x, dim=self.dim)
+        V.check_cloud("pos", pos)
+        V.check_same_batch("x", x, "pos", pos, same_channels=False)
+        if x.shape[1] != pos.shape[1]:
+            raise ValueError(f"x and pos must hold the same N points, got {tuple(x.shape)} and "
+                             f"{tuple(pos.shape)}")
+        if tree is None:
+            tree = build_tree(pos.detach(), branching=self.branching, leaf_size=self.leaf_size)
+        if tree.levels[0].parent.shape != pos.shape[:2]:
+            raise ValueError(f"tree was built on clouds of shape {tuple(tree.levels[0].pos.shape)}, "
+                             f"pos has shape {tuple(pos.shape)}")
+        tables = self.tables(tree) if tables is None else tables
+        if self.mode == "parallel" and tables.nearest is None:
+            raise ValueError("tables lack the nearest-sibling tables the parallel mode needs; "
+                             "build them with layer.tables(tree)")
+        positions = node_positions(pos, tree, tables)
+        run = self._sequential if self.mode == "sequential" else self._parallel
+        if nodes is None:
+            h = self._init_nodes(x, tables)
+        else:
+            if len(nodes) != len(tree.levels) or any(a.shape[:2] != b.parent.shape
+                                                      for a, b in zip(nodes[1:], tree.levels[1:])):
+                raise ValueError(f"nodes must hold one (B, S_l, C) tensor per tree level, got "
+                                 f"{[tuple(t.shape) for t in nodes]}")
+            h = [x, *nodes[1:]]
+        out, weights = run(h, positions, tables)
+        if return_nodes:
+            return out[0], {"nodes": out, "pos": positions, "weights": weights}
+        return out[0]
+
+    # -- pieces ------------------------------------------------------------------------------
+    def _init_nodes(self, x, tables):
+        """h_0 = x, h_l = softmax-pooled children of level l (bottom-up)."""
+        h = [x]
+        for idx in tables.children[1:]:
+            child = take_rows(h[-1], idx)  # (B, S, K, C)
+            w = _masked_softmax(self.pool_score(child).squeeze(-1), idx >= 0, dim=-1)
+            h.append((w.unsqueeze(-1) * child).sum(2))
+        return h
+
+    def _propose(self, attn, q, pos, src, src_pos, idx, record, name):
+        if idx.shape[-1] == 0:
+            return None
+        out, has, w = attn(q, pos, src, src_pos, idx)
+        record[name] = (w, idx)
+        return out, has
+
+    def _mix(self, h, proposals):
+        """h + the proposals' learned-weight average over those each node has."""
+        scale = torch.exp(self.mix - self.mix.max())
+        total, norm = torch.zeros_like(h), h.new_zeros(h.shape[:2])
+        for which, prop in enumerate(proposals):
+            if prop is not None:
+                out, has = prop
+                weight = scale[which] * has.to(h.dtype)  # (B, S)
+                total = total + weight.unsqueeze(-1) * out
+                norm = norm + weight
+        return h + total / norm.clamp(min=1e-12).unsqueeze(-1)
+
+    def _update(self, lvl, h, n, positions, tables, below, sib_table, up, up_pos):
+        """h_l + mix(children from ``below``, siblings from n_l, ancestors from ``up``)."""
+        record: dict = {}
+        q, p = n[lvl], positions[lvl]
+        props = [None if below is None else
+                 self._propose(self.children_attn, q, p, below, positions[lvl - 1],
+                               tables.children[lvl], record, "children"),
+                 self._propose(self.siblings_attn, q, p, n[lvl], p, sib_table[lvl], record, "siblings"),
+                 None if up is None else
+                 self._propose(self.ancestors_attn, q, p, up, up_pos, tables.ancestors[lvl], record,
+                               "ancestors")]
+        return self._mix(h[lvl], props), record
+
+    def _sequential(self, h, positions, tables):
+        top = len(h) - 1
+        n = [self.norm(t) for t in h]
+        up = [torch.cat(n[lvl + 1:], 1) if lvl < top else None for lvl in range(top + 1)]
+        up_pos = [torch.cat(positions[lvl + 1:], 1) if lvl < top else None for lvl in range(top + 1)]
+        out, weights, below = [None] * (top + 1), [], None
+        for lvl in range(top + 1):
+            u, record = self._update(lvl, h, n, positions, tables, below, tables.siblings, up[lvl],
+                                     up_pos[lvl])
+            out[lvl] = u if lvl == 0 else (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)
+            below = self.norm(out[lvl])
+            weights.append(record)
+        record = {}
+        read = self._propose(self.final_attn, self.norm(out[0]), positions[0],
+                             torch.cat([self.norm(u) for u in out[1:]], 1), up_pos[0],
+                             tables.ancestors[0], record, "final")
+        a0 = out[0] if read is None else out[0] + read[0] * read[1].unsqueeze(-1).to(out[0].dtype)
+        out[0] = a0 + self.mlp(a0)
+        weights[0].update(record)
+        return out, weights
+
+    def _parallel(self, h, positions, tables):
+        top = len(h) - 1
+        n = [self.norm(t) for t in h]
+        out, weights = [], []
+        for lvl in range(top + 1):
+            up = torch.cat(n[lvl + 1:], 1) if lvl < top else None
+            up_pos = torch.cat(positions[lvl + 1:], 1) if lvl < top else None
+            u, record = self._update(lvl, h, n, positions, tables, n[lvl - 1] if lvl else None,
+                                     tables.nearest, up, up_pos)
+            out.append((u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1))  # empty nodes: 0
+            weights.append(record)
+        return out, weights
+
+
+# -- reference ---------------------------------------------------------------------------------
+def sequoia_attention_naive(layer: SequoiaAttention, x: torch.Tensor, pos: torch.Tensor,
+                            tree: PointTree, *, nodes: list[torch.Tensor] | None = None) -> list:
+    """Reference (tests only): ``layer(x, pos, tree, nodes=nodes, return_nodes=True)`` computed
+    node by node in Python loops from the parent pointers (no padded tables).
+
+    x: (B, N, C), pos: (B, N, 3) -> list over levels of (B, S_l, C) node states (level 0 the
+    output); states of empty nodes are left at zero."""
+    per_cloud = [_naive_cloud(layer, x[b], pos[b], tree, b, None if nodes is None else
+                              [t[b] for t in nodes]) for b in range(x.shape[0])]
+    return [torch.stack([c[lvl] for c in per_cloud]) for lvl in range(len(per_cloud[0]))]
+
+
+def _naive_attend(attn, q, p, keys, key_pos):
+    """One query (C,) at p (3,) over a list of keys (C,) at key_pos (3,); None without keys."""
+    if not keys:
+        return None
+    heads, width = attn.heads, q.shape[0] // attn.heads
+    key, value = attn.kv(torch.stack(keys)).view(len(keys), 2, heads, width).unbind(1)  # (K, H, D)
+    rel = torch.stack(key_pos) - p  # (K, 3)
+    logits = (attn.q(q).view(heads, width) * key).sum(-1) / math.sqrt(width) + attn.pos_bias(rel)
+    w = logits.softmax(0)  # (K, H)
+    value = value + attn.pos_value(rel).view(len(keys), heads, width)
+    return attn.out((w.unsqueeze(-1) * value).sum(0).reshape(-1))
+
+
+def _naive_cloud(layer, x, pos, tree, b, nodes):
+    rel = tree_tables_naive(tree, b)
+    counts = [lv.num_points[b].tolist() for lv in tree.levels]
+    top = len(counts) - 1
+    members = [[[i] for i in range(len(x))]]  # points under each node
+    h = [list(x)]
+    for lvl in range(1, top + 1):
+        members.append([sorted(i for c in rel["children"][lvl][s] for i in members[lvl - 1][c])
+                        for s in range(len(counts[lvl]))])
+        row = []
+        for kids in rel["children"][lvl]:
+            kids = sorted(kids)
+            feats = [h[lvl - 1][c] for c in kids]
+            w = torch.cat([layer.pool_score(f) for f in feats]).softmax(0) if kids else []
+            row.append(sum((wi * f for wi, f in zip(w, feats)), torch.zeros_like(x[0])))
+        h.append(row if nodes is None else list(nodes[lvl]))
+    where = [[pos[m].mean(0) if m else torch.zeros_like(pos[0]) for m in lv] for lv in members]
+    tree_pos = [lv.pos[b] for lv in tree.levels]
+
+    def siblings(lvl, s):
+        if layer.mode == "sequential":
+            return sorted(rel["siblings"][lvl][s])
+        if not counts[lvl][s]:
+            return []
+        others = [t for t in range(len(counts[lvl])) if t != s and counts[lvl][t]]
+        dist = [float(((tree_pos[lvl][t] - tree_pos[lvl][s]) ** 2).sum()) for t in others]
+        return [t for _, t in sorted(zip(dist, others))][:layer.siblings_k]
+
+    def mix(state, proposals):
+        present = [(i, out) for i, out in enumerate(proposals) if out is not None]
+        if not present:
+            return state
+        w = layer.mix[[i for i, _ in present]].softmax(0)
+        return state + sum(wi * out for wi, (_, out) in zip(w, present))
+
+    out = [[None] * len(lv) for lv in h]
+    for lvl in range(top + 1):
+        below = out[lvl - 1] if layer.mode == "sequential" else h[lvl - 1] if lvl else None
+        for s in range(len(h[lvl])):
+            q, p = layer.norm(h[lvl][s]), where[lvl][s]
+            kids = sorted(rel["children"][lvl][s]) if lvl else []
+            sib = siblings(lvl, s)
+            anc = rel["ancestors"][lvl][s]
+            u = mix(h[lvl][s], [
+                _naive_attend(layer.children_attn, q, p, [layer.norm(below[c]) for c in kids],
+                              [where[lvl - 1][c] for c in kids]),
+                _naive_attend(layer.siblings_attn, q, p, [layer.norm(h[lvl][t]) for t in sib],
+                              [where[lvl][t] for t in sib]),
+                _naive_attend(layer.ancestors_attn, q, p, [layer.norm(h[a][i]) for a, i in anc],
+                              [where[a][i] for a, i in anc])])
+            out[lvl][s] = u if lvl == 0 and layer.mode == "sequential" else u + layer.mlp(u)
+            if not counts[lvl][s]:
+                out[lvl][s] = torch.zeros_like(u)
+    if layer.mode == "sequential":
+        for i in range(len(x)):
+            anc = rel["ancestors"][0][i]
+            read = _naive_attend(layer.final_attn, layer.norm(out[0][i]), where[0][i],
+                                 [layer.norm(out[a][j]) for a, j in anc], [where[a][j] for a, j in anc])
+            a0 = out[0][i] if read is None else out[0][i] + read
+            out[0][i] = a0 + layer.mlp(a0)
+    return [torch.stack(row) for row in out]
