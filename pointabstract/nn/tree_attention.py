@@ -120,20 +120,29 @@ class SequoiaAttention(nn.Module):
         siblings_k: same-level neighbours per node in parallel mode.
         mlp_ratio: hidden width of the MLP as a multiple of C.
         branching, leaf_size: the tree built when ``forward`` gets none.
+        pool_children: learn the initial pooling of children; False for a layer that always
+            gets ``nodes`` from the layer before it (it then has no pooling weights).
+        update_hubs: parallel mode only: also update the internal nodes. Their new states
+            reach no output of this layer, only a next layer's; the last layer of a stack
+            sets False, which skips that work (and its children attention).
     """
 
     def __init__(self, dim: int, *, heads: int = 4, mode: str = "sequential", siblings_k: int = 16,
-                 mlp_ratio: float = 2.0, branching: int = 4, leaf_size: int = 16):
+                 mlp_ratio: float = 2.0, branching: int = 4, leaf_size: int = 16,
+                 pool_children: bool = True, update_hubs: bool = True):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        if not update_hubs and mode == "sequential":
+            raise ValueError("update_hubs=False is for the parallel mode; the sequential mode's leaves "
+                             "read their updated ancestors")
         self.dim, self.heads, self.mode, self.siblings_k = dim, heads, mode, siblings_k
-        self.branching, self.leaf_size = branching, leaf_size
-        self.pool_score = nn.Linear(dim, 1)
+        self.branching, self.leaf_size, self.update_hubs = branching, leaf_size, update_hubs
+        self.pool_score = nn.Linear(dim, 1) if pool_children else None
         self.norm = nn.LayerNorm(dim)
-        self.children_attn = TreeProposal(dim, heads=heads)
+        self.children_attn = TreeProposal(dim, heads=heads) if update_hubs else None
         self.siblings_attn = TreeProposal(dim, heads=heads)
         self.ancestors_attn = TreeProposal(dim, heads=heads)
         self.final_attn = TreeProposal(dim, heads=heads) if mode == "sequential" else None
@@ -186,6 +195,8 @@ class SequoiaAttention(nn.Module):
         positions = node_positions(pos, tree, tables)
         run = self._sequential if self.mode == "sequential" else self._parallel
         if nodes is None:
+            if self.pool_score is None:
+                raise ValueError("nodes are required: this layer was built with pool_children=False")
             h = self._init_nodes(x, tables)
         else:
             if len(nodes) != len(tree.levels) or any(a.shape[:2] != b.parent.shape
@@ -264,14 +275,14 @@ class SequoiaAttention(nn.Module):
     def _parallel(self, h, positions, tables):
         top = len(h) - 1
         n = [self.norm(t) for t in h]
-        out, weights = [], []
-        for lvl in range(top + 1):
+        out, weights = list(h), [{} for _ in h]
+        for lvl in range(top + 1 if self.update_hubs else 1):
             up = torch.cat(n[lvl + 1:], 1) if lvl < top else None
             up_pos = torch.cat(positions[lvl + 1:], 1) if lvl < top else None
             u, record = self._update(lvl, h, n, positions, tables, n[lvl - 1] if lvl else None,
                                      tables.nearest, up, up_pos)
-            out.append((u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1))  # empty nodes: 0
-            weights.append(record)
+            out[lvl] = (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)  # empty nodes: 0
+            weights[lvl] = record
         return out, weights
 
 
@@ -310,13 +321,15 @@ def _naive_cloud(layer, x, pos, tree, b, nodes):
     for lvl in range(1, top + 1):
         members.append([sorted(i for c in rel["children"][lvl][s] for i in members[lvl - 1][c])
                         for s in range(len(counts[lvl]))])
+        if nodes is not None:
+            h.append(list(nodes[lvl]))
+            continue
         row = []
         for kids in rel["children"][lvl]:
-            kids = sorted(kids)
-            feats = [h[lvl - 1][c] for c in kids]
+            feats = [h[lvl - 1][c] for c in sorted(kids)]
             w = torch.cat([layer.pool_score(f) for f in feats]).softmax(0) if kids else []
             row.append(sum((wi * f for wi, f in zip(w, feats)), torch.zeros_like(x[0])))
-        h.append(row if nodes is None else list(nodes[lvl]))
+        h.append(row)
     where = [[pos[m].mean(0) if m else torch.zeros_like(pos[0]) for m in lv] for lv in members]
     tree_pos = [lv.pos[b] for lv in tree.levels]
 
@@ -336,8 +349,8 @@ def _naive_cloud(layer, x, pos, tree, b, nodes):
         w = layer.mix[[i for i, _ in present]].softmax(0)
         return state + sum(wi * out for wi, (_, out) in zip(w, present))
 
-    out = [[None] * len(lv) for lv in h]
-    for lvl in range(top + 1):
+    out = [list(lv) for lv in h]  # levels a parallel layer without update_hubs leaves as they are
+    for lvl in range(top + 1 if layer.update_hubs else 1):
         below = out[lvl - 1] if layer.mode == "sequential" else h[lvl - 1] if lvl else None
         for s in range(len(h[lvl])):
             q, p = layer.norm(h[lvl][s]), where[lvl][s]

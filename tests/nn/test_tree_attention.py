@@ -92,6 +92,24 @@ def test_receptive_field_is_the_whole_cloud(mode):
         assert jac.abs().sum(-1).gt(0).all()
 
 
+def test_layer_without_pooling_or_hub_updates():
+    pos = cloud(2, 30, dtype=torch.float64, seed=13)
+    x = cloud(2, 30, 8, dtype=torch.float64, seed=14)
+    tree = build_tree(pos, branching=2, leaf_size=4)
+    _, info = _layer("parallel", siblings_k=3)(x, pos, tree, return_nodes=True)
+    last = _layer("parallel", siblings_k=3, pool_children=False, update_hubs=False)
+    assert last.pool_score is None and last.children_attn is None
+    y, out = last(x, pos, tree, nodes=info["nodes"], return_nodes=True)
+    with torch.no_grad():
+        ref = sequoia_attention_naive(last, x, pos, tree, nodes=info["nodes"])
+    torch.testing.assert_close(y, ref[0])
+    assert all(a is b for a, b in zip(out["nodes"][1:], info["nodes"][1:]))  # hubs untouched
+    with pytest.raises(ValueError, match="nodes are required"):
+        last(x, pos, tree)
+    with pytest.raises(ValueError, match="update_hubs=False is for the parallel mode"):
+        SequoiaAttention(8, heads=2, update_hubs=False)
+
+
 def test_builds_its_own_tree_and_shares_tables():
     layer = _layer("parallel", siblings_k=3)
     pos = cloud(2, 50, dtype=torch.float64, seed=11)
