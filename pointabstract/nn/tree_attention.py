@@ -21,6 +21,7 @@ from ..ops import build_tree
 from ..ops.gather import take_rows
 from ..ops.tree import PointTree
 from ..ops.tree_tables import TreeTables, node_positions, tree_tables, tree_tables_naive
+from .attention import _fused_ok, _NeighbourDot, _NeighbourSum  # the same fused CPU products
 
 __all__ = ["MODES", "SequoiaAttention", "TreeProposal", "sequoia_attention_naive"]
 
@@ -70,13 +71,22 @@ class TreeProposal(nn.Module):
         batch, size, channels = x.shape
         heads, width = self.heads, channels // self.heads
         mask = idx >= 0  # (B, S, K)
-        kv = take_rows(self.kv(src), idx)  # (B, S, K, 2C); -1 gathers row 0, masked below
-        key, value = kv.view(batch, size, idx.shape[2], 2, heads, width).unbind(3)  # (B, S, K, H, D)
-        rel = take_rows(src_pos, idx) - pos.unsqueeze(2)  # (B, S, K, 3)
-        q = self.q(x).view(batch, size, 1, heads, width)
-        logits = (q * key).sum(-1) / math.sqrt(width) + self.pos_bias(rel)  # (B, S, K, H)
+        safe = idx.clamp(min=0)  # padding reads row 0 and gets weight 0
+        kv = self.kv(src)  # (B, T, 2C): keys of every head, then values
+        q = self.q(x).view(batch, size, heads, width)
+        rel = take_rows(src_pos, safe) - pos.unsqueeze(2)  # (B, S, K, 3)
+        fused = _fused_ok(q, kv)  # CPU: compiled neighbour products, no (B, S, K, C) tensor
+        if fused:
+            dots = _NeighbourDot.apply(q, kv, safe)  # (B, S, K, H)
+        else:
+            key, value = take_rows(kv, safe).view(batch, size, idx.shape[2], 2, heads, width).unbind(3)
+            dots = (q.unsqueeze(2) * key).sum(-1)  # (B, S, K, H)
+        logits = dots / math.sqrt(width) + self.pos_bias(rel)
         weights = _masked_softmax(logits, mask.unsqueeze(-1), dim=2)
-        out = torch.einsum("bskh,bskhd->bshd", weights, value)
+        if fused:
+            out = _NeighbourSum.apply(weights, kv, safe)  # (B, S, H, D)
+        else:
+            out = torch.einsum("bskh,bskhd->bshd", weights, value)
         rel_mean = torch.einsum("bskh,bskc->bshc", weights, rel)  # (B, S, H, 3)
         out = out + torch.einsum("bshc,hdc->bshd", rel_mean, self.pos_value.weight.view(heads, width, 3))
         return self.out(out.reshape(batch, size, channels)), mask.any(-1), weights

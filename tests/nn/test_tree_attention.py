@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from pointabstract.nn import tree_attention
 from pointabstract.nn.tree_attention import SequoiaAttention, sequoia_attention_naive
 from pointabstract.ops import build_tree
 from tests.helpers import cloud
@@ -14,9 +15,12 @@ def _layer(mode, dim=8, **kwargs):
     return layer
 
 
+@pytest.mark.parametrize("fused", [True, False])  # compiled CPU products / plain gathers (CUDA)
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 @pytest.mark.parametrize("n,branching,leaf_size", [(23, 2, 4), (30, 3, 2), (6, 4, 1), (3, 2, 8)])
-def test_matches_naive(mode, n, branching, leaf_size):
+def test_matches_naive(mode, n, branching, leaf_size, fused, monkeypatch):
+    if not fused:
+        monkeypatch.setattr(tree_attention, "_fused_ok", lambda q, kv: False)
     layer = _layer(mode, siblings_k=3)
     pos = cloud(2, n, dtype=torch.float64, seed=n)
     x = cloud(2, n, 8, dtype=torch.float64, seed=n + 1)
@@ -46,8 +50,11 @@ def test_gradients_reach_every_input_and_parameter(mode):
         assert p.grad is not None and p.grad.abs().sum() > 0, name
 
 
+@pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
-def test_gradcheck(mode):
+def test_gradcheck(mode, fused, monkeypatch):
+    if not fused:
+        monkeypatch.setattr(tree_attention, "_fused_ok", lambda q, kv: False)
     layer = _layer(mode, dim=4, siblings_k=2)
     pos = cloud(1, 9, dtype=torch.float64, seed=3).requires_grad_()
     x = cloud(1, 9, 4, dtype=torch.float64, seed=4).requires_grad_()
