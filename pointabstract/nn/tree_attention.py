@@ -113,7 +113,10 @@ class SequoiaAttention(nn.Module):
 
     so a level's children are already updated when it is, siblings and ancestors are not, and
     through the root every leaf's output depends on every point. ``sib`` lists the other
-    children of the node's parent.
+    children of the node's parent; ``chi``, ``sib``, ``anc`` and ``fin`` are four attentions
+    with their own weights (``fin`` adds its output without ``mix``). With ``nodes`` from a
+    previous layer, h_1..h_R are those states instead of the pooling. Empty nodes (no point
+    under them) are never attended to and their states are 0.
 
     ``mode="parallel"`` (the official code's variant): every level at once from the
     initial states, siblings = the ``siblings_k`` nearest nodes of the same level::
