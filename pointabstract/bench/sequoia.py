@@ -1,0 +1,207 @@
+"""Scaling of one Sequoia tree-attention layer against dense and KNN attention (``bench sequoia``).
+
+One layer (attention + MLP, same dim and heads for all), forward + backward on one batch of
+random clouds, for N in ``--ns``: median time and peak memory, each (layer, N) in a fresh
+subprocess under an address-space limit (CPU: peak resident memory above the level before
+the step; CUDA: ``torch.cuda.max_memory_allocated``). The Sequoia rows include building the
+tree and its tables, as a model pays them once per forward. Then the growth exponent of time
+and of memory fitted on log-log axes (least squares) over N >= ``--fit-from``; N log N gives
+about 1.1 from 4k to 64k, N^2 gives 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+
+__all__ = ["LAYERS", "add_arguments", "fit_exponent", "format_table", "main", "measure_layer", "run"]
+
+LAYERS = ("sequoia", "sequoia_parallel", "dense", "knn")
+_DOC = {"sequoia": "Sequoia, sequential (paper)", "sequoia_parallel": "Sequoia, parallel (official)",
+        "dense": "dense softmax (SDPA)", "knn": "KNN attention (k=16)"}
+
+
+def _build(layer: str, dim: int, heads: int):
+    from torch import nn
+
+    from ..models.sequoia import DenseAttentionBlock
+    from ..nn.attention import MultiHeadSelfAttention
+    from ..nn.tree_attention import SequoiaAttention
+
+    if layer in ("sequoia", "sequoia_parallel"):
+        mode = "sequential" if layer == "sequoia" else "parallel"
+        return SequoiaAttention(dim, heads=heads, mode=mode)
+    if layer == "dense":
+        block = DenseAttentionBlock(dim, heads=heads)
+        return lambda x, pos: block(x)
+    if layer == "knn":
+        norm, attn = nn.LayerNorm(dim), MultiHeadSelfAttention(dim, heads=heads, k=16, knn_space="xyz")
+        mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+        def knn_block(x, pos):
+            x = x + attn(norm(x), pos)
+            return x + mlp(x)
+        return knn_block
+    raise ValueError(f"layer must be one of {list(LAYERS)}, got {layer!r}")
+
+
+def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: int = 1, repeats: int = 3,
+                  device: str = "cpu") -> dict:
+    """Time fwd+bwd of one ``layer`` on (batch, n, 3) clouds with (batch, n, dim) features.
+
+    Returns ``{"ms": median ms, "peak_mb": peak memory of one step in MiB}``; run it in a
+    fresh process (``run`` does) so the memory counter sees this step only.
+    """
+    import torch
+
+    from .models import _peak_bytes, _reset_peak, _rss_bytes
+
+    torch.manual_seed(0)
+    fn = _build(layer, dim, heads)
+    if isinstance(fn, torch.nn.Module):
+        fn = fn.to(device)
+    else:  # closures: move the modules they hold
+        for cell in fn.__closure__ or ():
+            if isinstance(cell.cell_contents, torch.nn.Module):
+                cell.cell_contents.to(device)
+
+    def step(n_points):
+        pos = torch.rand(batch, n_points, 3, device=device)
+        x = torch.randn(batch, n_points, dim, device=device, requires_grad=True)
+        fn(x, pos).square().mean().backward()
+
+    step(256)  # compiled kernels and lazy initialisation: not part of the measurement
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    _reset_peak()
+    base = _rss_bytes()
+    step(n)
+    peak = torch.cuda.max_memory_allocated() if cuda else _peak_bytes() - base
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step(n)
+        if cuda:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return {"ms": statistics.median(times) * 1e3, "peak_mb": max(0, peak) / 2**20}
+
+
+def run(ns=(1024, 2048, 4096, 8192, 16384, 32768, 65536), *, layers=LAYERS, dim: int = 128, heads: int = 4,
+        batch: int = 1, repeats: int = 3, device: str = "cpu", memory_limit_gb: float = 16.0,
+        timeout_s: float = 600, progress=print) -> list[dict]:
+    """One row per (layer, N): ms, peak MB, or the reason it failed (out of memory, timeout)."""
+    rows = []
+    for layer in layers:
+        if layer not in LAYERS:
+            raise ValueError(f"layers must be among {list(LAYERS)}, got {layer!r}")
+        for n in ns:
+            args = {"layer": layer, "n": n, "dim": dim, "heads": heads, "batch": batch, "repeats": repeats,
+                    "device": device}
+            limit = "" if device.startswith("cuda") else \
+                f"resource.setrlimit(resource.RLIMIT_AS, ({int(memory_limit_gb * 2**30)},) * 2)\n"
+            code = ("import json, resource\n" + limit +
+                    "from pointabstract.bench.sequoia import measure_layer\n"
+                    f"a = json.loads({json.dumps(json.dumps(args))})\n"
+                    "print(json.dumps(measure_layer(a.pop('layer'), a.pop('n'), **a)))\n")
+            try:
+                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                      timeout=timeout_s)
+                if proc.returncode == 0:
+                    row = {"layer": layer, "n": n, **json.loads(proc.stdout.strip().splitlines()[-1])}
+                else:
+                    err = proc.stderr
+                    oom = "MemoryError" in err or "alloc" in err.lower() or "out of memory" in err.lower()
+                    tail = (err.strip().splitlines() or ["killed"])[-1][:120]
+                    row = {"layer": layer, "n": n, "error": "out of memory" if oom else tail}
+            except subprocess.TimeoutExpired:
+                row = {"layer": layer, "n": n, "error": f"timeout after {timeout_s:.0f} s"}
+            rows.append(row)
+            progress(_row_text(row))
+    return rows
+
+
+def _row_text(row: dict) -> str:
+    head = f"{_DOC[row['layer']]:30s} N={row['n']:6d}"
+    if "error" in row:
+        return f"{head}  {row['error']}"
+    return f"{head}  {row['ms']:10.1f} ms  {row['peak_mb']:9.1f} MB"
+
+
+def fit_exponent(ns, values) -> float | None:
+    """Least-squares slope of log(value) against log(N); None with fewer than two points."""
+    pts = [(math.log(n), math.log(v)) for n, v in zip(ns, values) if v > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
+
+
+def format_table(rows: list[dict], *, fit_from: int = 4096) -> str:
+    """Markdown: ms and MB per layer and N, then the fitted exponents over N >= ``fit_from``."""
+    layers = [lay for lay in LAYERS if any(r["layer"] == lay for r in rows)]
+    by = {(r["layer"], r["n"]): r for r in rows}
+    lines = ["| N | " + " | ".join(f"{_DOC[lay]} ms / MB" for lay in layers) + " |",
+             "|---:|" + "---:|" * len(layers)]
+    for n in sorted({r["n"] for r in rows}):
+        cells = []
+        for lay in layers:
+            r = by.get((lay, n), {})
+            cells.append(r.get("error", "n/a") if "ms" not in r else f"{r['ms']:.0f} / {r['peak_mb']:.0f}")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines += ["", f"fitted growth exponent over N >= {fit_from} (time, memory):", ""]
+    for lay in layers:
+        ok = sorted((r["n"], r) for r in rows if r["layer"] == lay and "ms" in r and r["n"] >= fit_from)
+        t = fit_exponent([n for n, _ in ok], [r["ms"] for _, r in ok])
+        m = fit_exponent([n for n, _ in ok], [r["peak_mb"] for _, r in ok])
+        span = f"N = {ok[0][0]}..{ok[-1][0]}" if ok else "no rows"
+        lines.append(f"- {_DOC[lay]}: time {_fmt(t)}, memory {_fmt(m)} ({span})")
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's options (``pointabstract bench sequoia``)."""
+    parser.add_argument("--ns", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384, 32768, 65536],
+                        help="cloud sizes N")
+    parser.add_argument("--layers", nargs="+", choices=LAYERS, default=list(LAYERS), help="layers to compare")
+    parser.add_argument("--dim", type=int, default=128, help="channels C")
+    parser.add_argument("--heads", type=int, default=4, help="attention heads H")
+    parser.add_argument("--batch", type=int, default=1, help="clouds per step B")
+    parser.add_argument("--repeats", type=int, default=3, help="timed steps (median)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0, help="CPU address-space limit per run")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per (layer, N) run")
+    parser.add_argument("--fit-from", type=int, default=4096, help="smallest N of the exponent fit")
+    parser.add_argument("--out", help="also write the table to this markdown file")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark with parsed ``args`` and print the table."""
+    import torch
+
+    print(f"# bench sequoia: one layer fwd+bwd, dim {args.dim}, {args.heads} heads, batch {args.batch}, "
+          f"{args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+    rows = run(args.ns, layers=args.layers, dim=args.dim, heads=args.heads, batch=args.batch,
+               repeats=args.repeats, device=args.device, memory_limit_gb=args.memory_limit_gb,
+               timeout_s=args.timeout, progress=lambda s: print(s, flush=True))
+    table = format_table(rows, fit_from=args.fit_from)
+    print("\n" + table)
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(f"# Sequoia scaling\n\n{table}\n")
+    return 0

@@ -1,0 +1,300 @@
+"""Sequoia attention: one self-attention layer over a k-ary tree built on the points.
+
+Sonnerly, Trang et al., *Sequoia: hierarchical self-attention layer with sparse updates for
+point clouds and long sequences*. The points are the leaves of the tree from
+:func:`~pointabstract.ops.build_tree`; internal nodes are hubs. Every node attends to three
+sets, each giving one proposal: its children, its siblings and its ancestors up to the root.
+The proposals are pooled with learned weights, then a residual and an MLP follow. Each node
+attends to at most ``max(leaf_size, branching) + depth`` others, so a layer costs
+O(N log N) time and memory; no (N, N) matrix is ever formed. The slow reference the tests
+compare against is :func:`~pointabstract.nn.tree_attention_naive.sequoia_attention_naive`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..ops import _validate as V
+from ..ops import build_tree
+from ..ops.gather import take_rows
+from ..ops.tree import PointTree
+from ..ops.tree_tables import TreeTables, node_positions, tree_tables
+from .attention import _fused_ok, _NeighbourDot, _NeighbourSum  # the same fused CPU products
+
+__all__ = ["MODES", "SequoiaAttention", "TreeProposal"]
+
+MODES = ("sequential", "parallel")
+
+
+def _masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
+    """Softmax over ``dim`` where ``mask``; masked entries (and all-masked rows) get exactly 0."""
+    filled = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
+    return filled.softmax(dim) * mask
+
+
+class TreeProposal(nn.Module):
+    """Multi-head attention of S queries to K gathered keys each, with relative positions.
+
+    The relative position ``r = p_key - p_query`` enters twice: an MLP of ``r`` adds one bias
+    per head to the logits, and a linear map of ``r`` is added to each value. Padded keys
+    (index -1) get weight exactly 0; a query without any key gets output 0.
+
+    Args:
+        dim: channels C (divisible by ``heads``).
+        heads: attention heads H.
+        pos_hidden: hidden width of the position-bias MLP.
+    """
+
+    def __init__(self, dim: int, *, heads: int, pos_hidden: int = 32):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.pos_bias = nn.Sequential(nn.Linear(3, pos_hidden), nn.ReLU(), nn.Linear(pos_hidden, heads))
+        self.pos_value = nn.Linear(3, dim, bias=False)
+
+    def forward(self, x, pos, src, src_pos, idx):
+        """Attend.
+
+        Args:
+            x: (B, S, C) query features; pos: (B, S, 3) their positions.
+            src: (B, T, C) key / value features; src_pos: (B, T, 3) their positions.
+            idx: (B, S, K) int64 indices into T, -1 padded.
+
+        Returns:
+            out: (B, S, C); has: (B, S) bool, True where the query had at least one key;
+            weights: (B, S, K, H) attention weights (0 on padding).
+        """
+        batch, size, channels = x.shape
+        heads, width = self.heads, channels // self.heads
+        mask = idx >= 0  # (B, S, K)
+        safe = idx.clamp(min=0)  # padding reads row 0 and gets weight 0
+        kv = self.kv(src)  # (B, T, 2C): keys of every head, then values
+        q = self.q(x).view(batch, size, heads, width)
+        rel = take_rows(src_pos, safe) - pos.unsqueeze(2)  # (B, S, K, 3)
+        fused = _fused_ok(q, kv)  # CPU: compiled neighbour products, no (B, S, K, C) tensor
+        if fused:
+            dots = _NeighbourDot.apply(q, kv, safe)  # (B, S, K, H)
+        else:
+            key, value = take_rows(kv, safe).view(batch, size, idx.shape[2], 2, heads, width).unbind(3)
+            dots = (q.unsqueeze(2) * key).sum(-1)  # (B, S, K, H)
+        logits = dots / math.sqrt(width) + self.pos_bias(rel)
+        weights = _masked_softmax(logits, mask.unsqueeze(-1), dim=2)
+        if fused:
+            out = _NeighbourSum.apply(weights, kv, safe)  # (B, S, H, D)
+        else:
+            out = torch.einsum("bskh,bskhd->bshd", weights, value)
+        rel_mean = torch.einsum("bskh,bskc->bshc", weights, rel)  # (B, S, H, 3)
+        out = out + torch.einsum("bshc,hdc->bshd", rel_mean, self.pos_value.weight.view(heads, width, 3))
+        return self.out(out.reshape(batch, size, channels)), mask.any(-1), weights
+
+
+class SequoiaAttention(nn.Module):
+    """Sequoia tree attention layer: ``(x: (B, N, C), pos: (B, N, 3), tree) -> (B, N, C)``.
+
+    Internal nodes start as a learned pooling of their children (a softmax over a learned
+    score of each child's features: ``h_l = sum_j softmax_j(w . h_j) h_j``, bottom-up from
+    the points) and sit at the mean of their points. ``LN`` is one LayerNorm applied to every
+    query and key; ``mix`` averages the proposals a node has with weights
+    ``softmax(alpha)`` over three learned scalars (renormalised over the proposals present:
+    leaves have no children, the root no siblings or ancestors); ``MLP(u) = u + FFN(LN2(u))``.
+
+    ``mode="sequential"`` (the paper, default), with R the root level::
+
+        init    h_0 = x;  h_l = pool(children of l in h_{l-1})        for l = 1..R
+        l = 0   a_0 = h_0 + mix(sib(h_0), anc(h_1..h_R))               (leaves, no MLP yet)
+        l = 1   u_1 = MLP(h_1 + mix(chi(a_0), sib(h_1), anc(h_2..h_R)))
+        l >= 2  u_l = MLP(h_l + mix(chi(u_{l-1}), sib(h_l), anc(h_{l+1}..h_R)))   bottom-up
+        final   y = MLP(a_0 + fin(a_0 -> ancestors u_1..u_R))           (leaves read their
+                                                                          updated ancestors)
+
+    so a level's children are already updated when it is, siblings and ancestors are not, and
+    through the root every leaf's output depends on every point. ``sib`` lists the other
+    children of the node's parent; ``chi``, ``sib``, ``anc`` and ``fin`` are four attentions
+    with their own weights (``fin`` adds its output without ``mix``). With ``nodes`` from a
+    previous layer, h_1..h_R are those states instead of the pooling. Empty nodes (no point
+    under them) are never attended to and their states are 0.
+
+    ``mode="parallel"`` (the official code's variant): every level at once from the
+    initial states, siblings = the ``siblings_k`` nearest nodes of the same level::
+
+        u_l = MLP(h_l + mix(chi(h_{l-1}), near(h_l), anc(h_{l+1}..h_R)))   for all l
+        y = u_0
+
+    Here a leaf sees every point only through the pooled initial ancestors.
+
+    Args:
+        dim: channels C (divisible by ``heads``).
+        heads: attention heads H.
+        mode: ``"sequential"`` or ``"parallel"`` (above).
+        siblings_k: same-level neighbours per node in parallel mode.
+        mlp_ratio: hidden width of the MLP as a multiple of C.
+        branching, leaf_size: the tree built when ``forward`` gets none.
+        pool_children: learn the initial pooling of children; False for a layer that always
+            gets ``nodes`` from the layer before it (it then has no pooling weights).
+        update_hubs: parallel mode only: also update the internal nodes. Their new states
+            reach no output of this layer, only a next layer's; the last layer of a stack
+            sets False, which skips that work (and its children attention).
+    """
+
+    def __init__(self, dim: int, *, heads: int = 4, mode: str = "sequential", siblings_k: int = 16,
+                 mlp_ratio: float = 2.0, branching: int = 4, leaf_size: int = 16,
+                 pool_children: bool = True, update_hubs: bool = True):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        if not update_hubs and mode == "sequential":
+            raise ValueError("update_hubs=False is for the parallel mode; the sequential mode's leaves "
+                             "read their updated ancestors")
+        self.dim, self.heads, self.mode, self.siblings_k = dim, heads, mode, siblings_k
+        self.branching, self.leaf_size, self.update_hubs = branching, leaf_size, update_hubs
+        self.pool_score = nn.Linear(dim, 1) if pool_children else None
+        self.norm = nn.LayerNorm(dim)
+        self.children_attn = TreeProposal(dim, heads=heads) if update_hubs else None
+        self.siblings_attn = TreeProposal(dim, heads=heads)
+        self.ancestors_attn = TreeProposal(dim, heads=heads)
+        self.final_attn = TreeProposal(dim, heads=heads) if mode == "sequential" else None
+        self.mix = nn.Parameter(torch.zeros(3))  # children, siblings, ancestors
+        hidden = int(dim * mlp_ratio)
+        self.mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+
+    def tables(self, tree: PointTree) -> TreeTables:
+        """The index tables this layer needs (build once, share across layers)."""
+        return tree_tables(tree, nearest=self.siblings_k if self.mode == "parallel" else None)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, tree: PointTree | None = None, *,
+                tables: TreeTables | None = None, nodes: list[torch.Tensor] | None = None,
+                return_nodes: bool = False):
+        """Update the leaves (the points) through the tree.
+
+        Args:
+            x: (B, N, C) point features.
+            pos: (B, N, 3) point coordinates (gradients reach them through the relative
+                positions).
+            tree: ``build_tree`` output for ``pos``; built here (no gradient) when None.
+            tables: ``self.tables(tree)``, to share across layers; built here when None.
+            nodes: the previous layer's ``nodes`` (list over levels of (B, S_l, C)): levels
+                1..R start from them instead of the pooling of their children (level 0 is
+                ``x``), so the hubs carry their state from layer to layer. Without it, a
+                parallel-mode layer's internal updates reach no output of this layer.
+            return_nodes: also return the tree's node states.
+
+        Returns:
+            (B, N, C) updated point features; with ``return_nodes`` also a dict with
+            ``nodes``: list over levels of (B, S_l, C) updated states (level 0 = the output),
+            ``pos``: list of (B, S_l, 3) node positions, ``weights``: list over levels of
+            ``{proposal: ((B, S_l, K, H) weights, (B, S_l, K) indices)}``.
+        """
+        V.check_cloud("x", x, dim=self.dim)
+        V.check_cloud("pos", pos)
+        V.check_same_batch("x", x, "pos", pos, same_channels=False)
+        if x.shape[1] != pos.shape[1]:
+            raise ValueError(f"x and pos must hold the same N points, got {tuple(x.shape)} and "
+                             f"{tuple(pos.shape)}")
+        if tree is None:
+            tree = build_tree(pos.detach(), branching=self.branching, leaf_size=self.leaf_size)
+        if tree.levels[0].parent.shape != pos.shape[:2]:
+            raise ValueError(f"tree was built on clouds of shape {tuple(tree.levels[0].pos.shape)}, "
+                             f"pos has shape {tuple(pos.shape)}")
+        tables = self.tables(tree) if tables is None else tables
+        if self.mode == "parallel" and tables.nearest is None:
+            raise ValueError("tables lack the nearest-sibling tables the parallel mode needs; "
+                             "build them with layer.tables(tree)")
+        positions = node_positions(pos, tree, tables)
+        run = self._sequential if self.mode == "sequential" else self._parallel
+        if nodes is None:
+            if self.pool_score is None:
+                raise ValueError("nodes are required: this layer was built with pool_children=False")
+            h = self._init_nodes(x, tables)
+        else:
+            if len(nodes) != len(tree.levels) or any(a.shape[:2] != b.parent.shape
+                                                      for a, b in zip(nodes[1:], tree.levels[1:])):
+                raise ValueError(f"nodes must hold one (B, S_l, C) tensor per tree level, got "
+                                 f"{[tuple(t.shape) for t in nodes]}")
+            h = [x, *nodes[1:]]
+        out, weights = run(h, positions, tables)
+        if return_nodes:
+            return out[0], {"nodes": out, "pos": positions, "weights": weights}
+        return out[0]
+
+    # -- pieces ------------------------------------------------------------------------------
+    def _init_nodes(self, x, tables):
+        """h_0 = x, h_l = softmax-pooled children of level l (bottom-up)."""
+        h = [x]
+        for idx in tables.children[1:]:
+            child = take_rows(h[-1], idx)  # (B, S, K, C)
+            w = _masked_softmax(self.pool_score(child).squeeze(-1), idx >= 0, dim=-1)
+            h.append((w.unsqueeze(-1) * child).sum(2))
+        return h
+
+    def _propose(self, attn, q, pos, src, src_pos, idx, record, name):
+        if idx.shape[-1] == 0:
+            return None
+        out, has, w = attn(q, pos, src, src_pos, idx)
+        record[name] = (w, idx)
+        return out, has
+
+    def _mix(self, h, proposals):
+        """h + the proposals' learned-weight average over those each node has."""
+        scale = torch.exp(self.mix - self.mix.max())
+        total, norm = torch.zeros_like(h), h.new_zeros(h.shape[:2])
+        for which, prop in enumerate(proposals):
+            if prop is not None:
+                out, has = prop
+                weight = scale[which] * has.to(h.dtype)  # (B, S)
+                total = total + weight.unsqueeze(-1) * out
+                norm = norm + weight
+        return h + total / norm.clamp(min=1e-12).unsqueeze(-1)
+
+    def _update(self, lvl, h, n, positions, tables, below, sib_table, up, up_pos):
+        """h_l + mix(children from ``below``, siblings from n_l, ancestors from ``up``)."""
+        record: dict = {}
+        q, p = n[lvl], positions[lvl]
+        props = [None if below is None else
+                 self._propose(self.children_attn, q, p, below, positions[lvl - 1],
+                               tables.children[lvl], record, "children"),
+                 self._propose(self.siblings_attn, q, p, n[lvl], p, sib_table[lvl], record, "siblings"),
+                 None if up is None else
+                 self._propose(self.ancestors_attn, q, p, up, up_pos, tables.ancestors[lvl], record,
+                               "ancestors")]
+        return self._mix(h[lvl], props), record
+
+    def _sequential(self, h, positions, tables):
+        top = len(h) - 1
+        n = [self.norm(t) for t in h]
+        up = [torch.cat(n[lvl + 1:], 1) if lvl < top else None for lvl in range(top + 1)]
+        up_pos = [torch.cat(positions[lvl + 1:], 1) if lvl < top else None for lvl in range(top + 1)]
+        out, weights, below = [None] * (top + 1), [], None
+        for lvl in range(top + 1):
+            u, record = self._update(lvl, h, n, positions, tables, below, tables.siblings, up[lvl],
+                                     up_pos[lvl])
+            out[lvl] = u if lvl == 0 else (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)
+            below = self.norm(out[lvl])
+            weights.append(record)
+        record = {}
+        read = self._propose(self.final_attn, self.norm(out[0]), positions[0],
+                             torch.cat([self.norm(u) for u in out[1:]], 1), up_pos[0],
+                             tables.ancestors[0], record, "final")
+        a0 = out[0] if read is None else out[0] + read[0] * read[1].unsqueeze(-1).to(out[0].dtype)
+        out[0] = a0 + self.mlp(a0)
+        weights[0].update(record)
+        return out, weights
+
+    def _parallel(self, h, positions, tables):
+        top = len(h) - 1
+        n = [self.norm(t) for t in h]
+        out, weights = list(h), [{} for _ in h]
+        for lvl in range(top + 1 if self.update_hubs else 1):
+            up = torch.cat(n[lvl + 1:], 1) if lvl < top else None
+            up_pos = torch.cat(positions[lvl + 1:], 1) if lvl < top else None
+            u, record = self._update(lvl, h, n, positions, tables, n[lvl - 1] if lvl else None,
+                                     tables.nearest, up, up_pos)
+            out[lvl] = (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)  # empty nodes: 0
+            weights[lvl] = record
+        return out, weights

@@ -1,0 +1,152 @@
+import pytest
+import torch
+
+from pointabstract.nn import tree_attention
+from pointabstract.nn.tree_attention import SequoiaAttention
+from pointabstract.nn.tree_attention_naive import sequoia_attention_naive
+from pointabstract.ops import build_tree
+from tests.helpers import cloud
+
+
+def _layer(mode, dim=8, **kwargs):
+    torch.manual_seed(0)
+    layer = SequoiaAttention(dim, heads=2, mode=mode, **kwargs).double()
+    with torch.no_grad():  # non-zero mixing weights so the three proposals differ in weight
+        layer.mix.copy_(torch.tensor([0.3, -0.2, 0.5]))
+    return layer
+
+
+@pytest.mark.parametrize("fused", [True, False])  # compiled CPU products / plain gathers (CUDA)
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+@pytest.mark.parametrize("n,branching,leaf_size", [(23, 2, 4), (30, 3, 2), (6, 4, 1), (3, 2, 8)])
+def test_matches_naive(mode, n, branching, leaf_size, fused, monkeypatch):
+    if not fused:
+        monkeypatch.setattr(tree_attention, "_fused_ok", lambda q, kv: False)
+    layer = _layer(mode, siblings_k=3)
+    pos = cloud(2, n, dtype=torch.float64, seed=n)
+    x = cloud(2, n, 8, dtype=torch.float64, seed=n + 1)
+    tree = build_tree(pos, branching=branching, leaf_size=leaf_size)
+    fast, info = layer(x, pos, tree, return_nodes=True)
+    with torch.no_grad():
+        ref = sequoia_attention_naive(layer, x, pos, tree)
+    torch.testing.assert_close(fast, ref[0])
+    for got, want in zip(info["nodes"], ref):  # every level, empty nodes (zero) included
+        torch.testing.assert_close(got, want)
+    # a second layer starting from the first one's node states
+    second = _layer(mode, siblings_k=3)
+    with torch.no_grad():
+        ref2 = sequoia_attention_naive(second, fast, pos, tree, nodes=info["nodes"])
+    torch.testing.assert_close(second(fast, pos, tree, nodes=info["nodes"]), ref2[0])
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_gradients_reach_every_input_and_parameter(mode):
+    layer = _layer(mode, siblings_k=3)
+    pos = cloud(2, 40, dtype=torch.float64, seed=1).requires_grad_()
+    x = cloud(2, 40, 8, dtype=torch.float64, seed=2).requires_grad_()
+    _, info = layer(x, pos, build_tree(pos.detach(), branching=2, leaf_size=4), return_nodes=True)
+    sum(n.square().sum() for n in info["nodes"]).backward()  # every level: hubs feed the next layer
+    assert x.grad.abs().sum(-1).gt(0).all() and pos.grad.abs().sum(-1).gt(0).all()
+    for name, p in layer.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_gradcheck(mode, fused, monkeypatch):
+    if not fused:
+        monkeypatch.setattr(tree_attention, "_fused_ok", lambda q, kv: False)
+    layer = _layer(mode, dim=4, siblings_k=2)
+    pos = cloud(1, 9, dtype=torch.float64, seed=3).requires_grad_()
+    x = cloud(1, 9, 4, dtype=torch.float64, seed=4).requires_grad_()
+    tree = build_tree(pos.detach(), branching=2, leaf_size=2)
+    assert torch.autograd.gradcheck(lambda a, b: layer(a, b, tree), (x, pos))
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_padding_never_receives_attention(mode):
+    # 6 points in a 4-ary tree with one point per group: most groups are empty (padding)
+    layer = _layer(mode, siblings_k=4)
+    pos = cloud(2, 6, dtype=torch.float64, seed=5)
+    x = cloud(2, 6, 8, dtype=torch.float64, seed=6)
+    tree = build_tree(pos, branching=4, leaf_size=1)
+    y, info = layer(x, pos, tree, return_nodes=True)
+    padded = 0
+    for level in info["weights"]:
+        for weights, idx in level.values():
+            pad = idx < 0
+            padded += int(pad.sum())
+            assert (weights[pad] == 0).all()
+            torch.testing.assert_close(weights.sum(2)[~pad.all(-1)], torch.ones_like(weights.sum(2)[~pad.all(-1)]))
+    assert padded > 0
+    empty = tree.levels[1].num_points == 0
+    assert empty.any() and (info["nodes"][1][empty] == 0).all()
+    # whatever an empty node holds changes nothing
+    nodes = [n.clone() for n in info["nodes"]]
+    nodes[1][empty] = 1e3
+    torch.testing.assert_close(layer(x, pos, tree, nodes=nodes), layer(x, pos, tree, nodes=info["nodes"]))
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_receptive_field_is_the_whole_cloud(mode):
+    # one layer: every output point depends on every input point (through the root; in
+    # parallel mode through the pooled initial ancestors)
+    layer = _layer(mode, siblings_k=2)
+    pos = cloud(1, 32, dtype=torch.float64, seed=7)
+    x = cloud(1, 32, 8, dtype=torch.float64, seed=8)
+    tree = build_tree(pos, branching=2, leaf_size=4)
+    for point in (0, 17, 31):
+        jac = torch.autograd.functional.jacobian(lambda a, i=point: layer(a, pos, tree)[0, i].sum(), x)
+        assert jac.abs().sum(-1).gt(0).all()
+
+
+def test_layer_without_pooling_or_hub_updates():
+    pos = cloud(2, 30, dtype=torch.float64, seed=13)
+    x = cloud(2, 30, 8, dtype=torch.float64, seed=14)
+    tree = build_tree(pos, branching=2, leaf_size=4)
+    _, info = _layer("parallel", siblings_k=3)(x, pos, tree, return_nodes=True)
+    last = _layer("parallel", siblings_k=3, pool_children=False, update_hubs=False)
+    assert last.pool_score is None and last.children_attn is None
+    y, out = last(x, pos, tree, nodes=info["nodes"], return_nodes=True)
+    with torch.no_grad():
+        ref = sequoia_attention_naive(last, x, pos, tree, nodes=info["nodes"])
+    torch.testing.assert_close(y, ref[0])
+    assert all(a is b for a, b in zip(out["nodes"][1:], info["nodes"][1:]))  # hubs untouched
+    with pytest.raises(ValueError, match="nodes are required"):
+        last(x, pos, tree)
+    with pytest.raises(ValueError, match="update_hubs=False is for the parallel mode"):
+        SequoiaAttention(8, heads=2, update_hubs=False)
+
+
+def test_builds_its_own_tree_and_shares_tables():
+    layer = _layer("parallel", siblings_k=3)
+    pos = cloud(2, 50, dtype=torch.float64, seed=11)
+    x = cloud(2, 50, 8, dtype=torch.float64, seed=12)
+    tree = build_tree(pos, branching=4, leaf_size=16)
+    torch.testing.assert_close(layer(x, pos), layer(x, pos, tree, tables=layer.tables(tree)))
+
+
+def test_bad_input():
+    layer = _layer("sequential")
+    pos = cloud(1, 10, dtype=torch.float64)
+    x = cloud(1, 10, 8, dtype=torch.float64)
+    with pytest.raises(ValueError, match="dim must be divisible by heads"):
+        SequoiaAttention(10, heads=4)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        SequoiaAttention(8, heads=2, mode="bottom-up")
+    with pytest.raises(ValueError, match=r"x must have shape \(B, N, 8\)"):
+        layer(x[..., :4], pos)
+    with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\)"):
+        layer(x, pos[..., :2])
+    with pytest.raises(ValueError, match="same N points"):
+        layer(x[:, :5], pos)
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        layer(x, pos.clone().fill_(float("nan")))
+    with pytest.raises(ValueError, match="tree was built on clouds"):
+        layer(x, pos, build_tree(pos[:, :6]))
+    par = _layer("parallel")
+    tree = build_tree(pos)
+    with pytest.raises(ValueError, match="nodes must hold one"):
+        layer(x, pos, tree, nodes=[x])
+    with pytest.raises(ValueError, match="nearest-sibling tables"):
+        par(x, pos, tree, tables=layer.tables(tree))
