@@ -40,12 +40,13 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
-    """The viewer's feature-space vs 3D neighbourhood figure as an eval report section."""
-    from .viz import RenderError, neighbourhood_section
+    """The viewer's feature-space vs 3D neighbourhood figure and the part-agreement numbers
+    (metrics ``part_agreement``) as an eval report section."""
+    from .viz import RenderError, neighbourhood_report
 
     try:
-        text = neighbourhood_section(run.path, out, data_root=run.config.data.root, device=str(run.device))
-        return text, {}
+        nb = neighbourhood_report(run.path, out, data_root=run.config.data.root, device=str(run.device))
+        return nb.markdown, nb.metrics
     except RenderError as err:  # a machine without offscreen rendering: report, don't fail
         first = str(err).splitlines()[0]
         print(f"warning: no neighbourhood figure ({first})")

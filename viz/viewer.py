@@ -3,7 +3,7 @@
     python viz/viewer.py runs/demo/last.pt --index 3        # a window (needs a display)
     python viz/viewer.py runs/demo/last.pt --png view.png   # no display: render to a file
 
-Thin entry point (STYLE rule 13): parse, load, show; the logic lives in pointabstract.viz
+Thin entry point: parse, load, show; the logic lives in pointabstract.viz
 (``loading`` builds the model and data, ``app`` the window and key map, ``render`` the PNG).
 """
 
