@@ -47,8 +47,8 @@ def _check_samples(dataset, problems: list[str], progress: bool) -> None:
 
 
 def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
-    from .modelnet import LAYOUTS, ModelNet40, detect_layout
-    from .off import find_meshes, read_off
+    from .datasets.modelnet import LAYOUTS, ModelNet40, detect_layout
+    from .datasets.off import find_meshes, read_off
 
     found = False
     for layout in LAYOUTS:
@@ -86,8 +86,8 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
 
 
 def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
-    from .shapenet_core import SHAPENET_CORE13, ShapeNetCore, find_ply_folder
-    from .shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
+    from .datasets.shapenet_core import ShapeNetCore, find_ply_folder
+    from .datasets.shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
 
     found = False
     for layout in PART_LAYOUTS:
@@ -118,7 +118,7 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
                 problems.append(str(err))
                 continue
             lines.append(f"  {split}: {len(dataset)} clouds")
-            lines += _counts_lines([SHAPENET_CORE13[c][0] for c in dataset.categories])
+            lines += _counts_lines([dataset.category_names[c] for c in dataset.categories])
             if check:
                 _check_samples(dataset, problems, progress)
     return found
@@ -143,8 +143,8 @@ def inspect_root(root: str | Path, *, check: bool = False,
     found = _modelnet(root, check, progress, lines, problems)
     found = _shapenet(root, check, progress, lines, problems) or found
     if not found:
-        from .modelnet import detect_layout
-        from .shapenet_part import detect_part_layout
+        from .datasets.modelnet import detect_layout
+        from .datasets.shapenet_part import detect_part_layout
 
         for detect in (detect_layout, detect_part_layout):
             try:
@@ -184,8 +184,8 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from .modelnet import detect_layout
-    from .off import find_meshes, prepare_off_cache
+    from .datasets.modelnet import detect_layout
+    from .datasets.off import find_meshes, prepare_off_cache
 
     _, folder = detect_layout(args.root, layout="off", off_folders=("ModelNet40", "ModelNet10"))
     classes = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
@@ -200,7 +200,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _md5(args: argparse.Namespace) -> int:
-    from .checksums import ARCHIVES, file_md5, verify_md5
+    from .datasets.checksums import ARCHIVES, file_md5, verify_md5
 
     known = ARCHIVES.get(args.file.name)
     if args.expected is None and (known is None or known.md5 is None):

@@ -36,7 +36,7 @@ class ClassificationTask:
     # --- data -----------------------------------------------------------------------------
 
     def train_transform(self):
-        from ..data.transforms import Compose, RandomRotate, RandomScale, RandomTranslate
+        from ..data import Compose, RandomRotate, RandomScale, RandomTranslate
 
         steps = {"none": [], "scale_translate": [RandomScale(2 / 3, 3 / 2), RandomTranslate(0.2)],
                  "rotate_up": [RandomRotate("y"), RandomScale(2 / 3, 3 / 2), RandomTranslate(0.2)]}
@@ -45,8 +45,7 @@ class ClassificationTask:
 
     def dataset(self, split: str, *, train: bool):
         """The dataset of ``split``; training sets sample points at random and augment."""
-        from ..data.base import LayoutNotFoundError
-        from ..data.modelnet import ModelNet10, ModelNet40
+        from ..data import LayoutNotFoundError, ModelNet10, ModelNet40
 
         d = self.cfg.data
         classes = {"modelnet40": ModelNet40, "modelnet10": ModelNet10}

@@ -75,7 +75,7 @@ def _seed_everything(seed: int) -> None:
 
 
 def make_loader(ds, sampler, batch_size: int, workers: int):
-    from ..data.collate import collate
+    from ..data import collate
 
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
                                        collate_fn=collate, persistent_workers=False,

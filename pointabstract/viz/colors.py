@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.categories import NUM_PARTS, SHAPENET_PART
+from ..data import NUM_PARTS, SHAPENET_PART
 
 __all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "QUERY", "ScalarLegend", "class_palette",
            "label_colors", "legend_image", "part_legend", "part_palette", "scalar_colors"]

@@ -7,9 +7,9 @@ import pytest
 
 from pointabstract.bench.data import random_meshes, write_modelnet_hdf5, write_modelnet_off
 from pointabstract.cli import main
-from pointabstract.data.checksums import ARCHIVES, file_md5, verify_md5
 from pointabstract.data.cli import inspect_root
-from tests.data.test_shapenet_part import write_normal
+from pointabstract.data.datasets.checksums import ARCHIVES, file_md5, verify_md5
+from tests.data.datasets.test_shapenet_part import write_normal
 
 
 def _modelnet(tmp_path):

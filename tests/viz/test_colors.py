@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from pointabstract.data.categories import NUM_PARTS, SHAPENET_PART
+from pointabstract.data import NUM_PARTS, SHAPENET_PART
 from pointabstract.viz.colors import (
     HIGHLIGHT,
     ScalarLegend,

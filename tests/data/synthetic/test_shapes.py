@@ -4,8 +4,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from pointabstract.data.categories import SHAPENET_PART
-from pointabstract.data.shapes import BUILDERS, OPTIONAL_PARTS, build_shape, category_index
-from pointabstract.data.surface import triangle_areas_normals
+from pointabstract.data.synthetic.shapes import BUILDERS, OPTIONAL_PARTS, build_shape
+from pointabstract.data.synthetic.surface import triangle_areas_normals
 
 NAMES = [c.name for c in SHAPENET_PART]
 SEEDS = range(12)
@@ -79,15 +79,10 @@ def test_augmentation_rotates_about_y_and_keeps_faces_and_parts():
     assert not np.allclose(plain[0], moved[0])
 
 
-def test_category_index_accepts_index_name_and_synset():
-    assert category_index(4) == category_index("Chair") == category_index("chair") == 4
-    assert category_index("03001627") == 4
-
-
 @pytest.mark.parametrize("category, error, match", [
-    ("sofa", ValueError, "unknown category 'sofa'"),
-    (16, ValueError, r"category index must be in \[0, 16\)"),
-    (-1, ValueError, "category index"),
+    ("sofa", ValueError, "unknown ShapeNetPart category 'sofa'"),
+    (16, ValueError, r"category: ShapeNetPart index must be in \[0, 16\)"),
+    (-1, ValueError, "index must be in"),
     (2.0, TypeError, "category must be"),
 ])
 def test_bad_category_is_refused(category, error, match):

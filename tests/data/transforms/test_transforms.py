@@ -5,8 +5,8 @@ import pytest
 import torch
 from scipy import stats
 
-from pointabstract.data.base import PointDataset
 from pointabstract.data.collate import collate
+from pointabstract.data.datasets.base import PointDataset
 from pointabstract.data.transforms import (
     Compose,
     Jitter,
@@ -20,7 +20,7 @@ from pointabstract.data.transforms import (
     Resample,
     Shuffle,
 )
-from pointabstract.data.transforms_geometry import axis_rotation, random_so3
+from pointabstract.data.transforms.geometry import axis_rotation, random_so3
 
 
 def _sample(n: int = 64, seed: int = 0, dtype=np.float32) -> dict:

@@ -4,9 +4,9 @@ import h5py
 import numpy as np
 import pytest
 
-from pointabstract.data import synthetic
 from pointabstract.data.categories import CATEGORY_OF_PART, SHAPENET_PART
-from pointabstract.data.synthetic import CLASS_NAMES, generate, sample_shape
+from pointabstract.data.synthetic import generator as synthetic
+from pointabstract.data.synthetic.generator import CLASS_NAMES, generate, sample_shape
 
 N = 128  # points per shape: small, the layout does not depend on it
 

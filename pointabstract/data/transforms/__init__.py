@@ -1,7 +1,7 @@
 """Augmentation and normalisation transforms for point-cloud samples.
 
 Every transform is called as ``transform(sample, rng) -> new sample`` (see
-:mod:`pointabstract.data.transforms_base` for the protocol): it never mutates its input,
+:mod:`pointabstract.data.transforms.base` for the protocol): it never mutates its input,
 draws its randomness once per call from the numpy Generator it is given and applies that
 draw to every field (``pos``, ``normal``, ``part``), and shows its arguments in ``repr``.
 A :class:`~pointabstract.data.PointDataset` passes the generator seeded from
@@ -30,8 +30,8 @@ The DGCNN / PointNeXt training recipe for ModelNet40::
 
 from __future__ import annotations
 
-from .transforms_base import Compose, Transform
-from .transforms_geometry import (
+from .base import Compose, Transform
+from .geometry import (
     Jitter,
     NormalizeUnitCube,
     NormalizeUnitSphere,
@@ -40,7 +40,7 @@ from .transforms_geometry import (
     RandomSO3Rotation,
     RandomTranslate,
 )
-from .transforms_sampling import RandomDropout, Resample, Shuffle
+from .sampling import RandomDropout, Resample, Shuffle
 
 __all__ = [
     "Compose",

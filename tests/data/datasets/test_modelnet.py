@@ -12,7 +12,7 @@ from pointabstract.bench.data import (
     write_modelnet_resampled,
 )
 from pointabstract.data.categories import MODELNET10, MODELNET40
-from pointabstract.data.modelnet import ModelNet10, ModelNet40, detect_layout, point_indices
+from pointabstract.data.datasets.modelnet import ModelNet10, ModelNet40, detect_layout, point_indices
 from pointabstract.ops import farthest_point_sample
 
 LABELS = np.array([8, 2, 8, 0, 12, 23])  # chair, bed, chair, airplane, desk, night_stand

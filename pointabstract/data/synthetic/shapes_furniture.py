@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .categories import CATEGORY_BY_NAME
+from ..categories import CATEGORY_BY_NAME
 from .shapes_primitives import PartMesh, box, ellipsoid, lathe, place, rod, rotation, tube
 
 __all__ = ["build_chair", "build_lamp", "build_laptop", "build_table"]

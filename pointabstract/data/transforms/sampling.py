@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from .transforms_base import Transform, check_float, select_points
+from .base import Transform, check_float, select_points
 
 __all__ = ["RandomDropout", "Resample", "Shuffle"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .surface import sample_surface
+from ..synthetic.surface import sample_surface
 
 __all__ = ["CACHE_VERSION", "find_meshes", "prepare_off_cache", "read_off", "sample_mesh", "write_off"]
 

@@ -2,8 +2,12 @@ import h5py
 import numpy as np
 import pytest
 
-from pointabstract.data.baseline import baseline_features, evaluate_baseline, nearest_neighbour_predict
-from pointabstract.data.synthetic import CLASS_NAMES, generate
+from pointabstract.data.synthetic.baseline import (
+    baseline_features,
+    evaluate_baseline,
+    nearest_neighbour_predict,
+)
+from pointabstract.data.synthetic.generator import CLASS_NAMES, generate
 
 
 def test_features_of_a_box_are_its_sorted_extents_and_one_full_bin():

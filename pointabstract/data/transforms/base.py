@@ -45,7 +45,7 @@ class Transform:
 
         Args:
             sample: dict with ``pos`` (N, 3) float array and optionally ``normal`` (N, 3),
-                ``part`` (N,) int, ``label``, ``category`` (see :mod:`pointabstract.data.base`).
+                ``part`` (N,) int, ``label``, ``category`` (see :mod:`pointabstract.data.datasets.base`).
             rng: numpy Generator (or an int seed) supplying every random number; may be None
                 for deterministic transforms only.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .categories import CATEGORY_BY_NAME
+from ..categories import CATEGORY_BY_NAME
 from .shapes_primitives import (
     PartMesh,
     box,

@@ -38,7 +38,7 @@ import h5py
 import numpy as np
 from tqdm import tqdm
 
-from .categories import SHAPENET_PART
+from ..categories import SHAPENET_PART
 from .shapes import build_shape
 from .surface import sample_surface
 
@@ -59,7 +59,7 @@ def _normalise(pos: np.ndarray) -> np.ndarray:
 
 
 def sample_shape(category: int | str, rng: np.random.Generator, *, num_points: int = 2048) -> dict:
-    """One random shape of ``category`` as a sample dict (keys as in :mod:`.base`).
+    """One random shape of ``category`` as a sample dict (keys as in :mod:`pointabstract.data.datasets.base`).
 
     Args:
         category: ShapeNetPart category index, name or synset.

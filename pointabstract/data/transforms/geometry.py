@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .transforms_base import Transform, check_float
+from .base import Transform, check_float
 
 __all__ = [
     "Jitter",

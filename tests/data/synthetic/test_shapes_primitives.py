@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pointabstract.data.shapes_primitives import (
+from pointabstract.data.synthetic.shapes_primitives import (
     PartMesh,
     arc,
     box,
@@ -17,7 +17,7 @@ from pointabstract.data.shapes_primitives import (
     torus,
     tube,
 )
-from pointabstract.data.surface import triangle_areas_normals
+from pointabstract.data.synthetic.surface import triangle_areas_normals
 
 
 def _volume(mesh):

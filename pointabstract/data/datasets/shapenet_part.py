@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..categories import SHAPENET_PART, resolve_categories, resolve_category
 from .base import LayoutNotFoundError, PointDataset
-from .categories import CATEGORY_BY_NAME, CATEGORY_BY_SYNSET, SHAPENET_PART
 from .checksums import check_columns, check_finite, read_h5
 from .modelnet import check_sampling, list_folder, point_indices
 
-__all__ = ["PART_LAYOUTS", "PART_SPLITS", "ShapeNetPart", "detect_part_layout", "resolve_categories"]
+__all__ = ["PART_LAYOUTS", "PART_SPLITS", "ShapeNetPart", "detect_part_layout"]
 
 PART_LAYOUTS = ("normal", "v0", "hdf5")
 PART_SPLITS = ("train", "val", "test", "trainval")
@@ -57,24 +57,6 @@ def detect_part_layout(root: str | Path, *, layout: str | None = None) -> tuple[
                      + f"\nfound in {root}: {list_folder(root)}")
 
 
-def resolve_categories(categories) -> list[int]:
-    """Indices into SHAPENET_PART of categories given by name, synset or index (None: all)."""
-    if categories is None:
-        return list(range(len(SHAPENET_PART)))
-    if isinstance(categories, (str, int)):
-        categories = [categories]
-    out = []
-    for c in categories:
-        if isinstance(c, int) and 0 <= c < len(SHAPENET_PART):
-            out.append(c)
-        elif isinstance(c, str) and (c in CATEGORY_BY_NAME or c in CATEGORY_BY_SYNSET):
-            out.append(SHAPENET_PART.index(CATEGORY_BY_NAME.get(c) or CATEGORY_BY_SYNSET[c]))
-        else:
-            raise ValueError(f"categories: unknown ShapeNetPart category {c!r}; choose names from "
-                             f"{[x.name for x in SHAPENET_PART]}, their synsets or indices 0-15")
-    return sorted(set(out))
-
-
 def _read_category_table(path: Path) -> dict[str, int]:
     """``<Name>\\t<synset>`` lines -> {synset: index into SHAPENET_PART}, in file order."""
     if not path.is_file():
@@ -84,11 +66,14 @@ def _read_category_table(path: Path) -> dict[str, int]:
         if not line.strip():
             continue
         fields = line.split()
-        known = CATEGORY_BY_NAME.get(fields[0]) if len(fields) == 2 else None
-        if known is None or known.synset != fields[1]:
+        try:
+            index = resolve_category(fields[0]) if len(fields) == 2 else None
+        except ValueError:
+            index = None
+        if index is None or SHAPENET_PART[index].synset != fields[1]:
             raise ValueError(f"{path}:{number}: unknown category line {line.strip()!r} (expected "
                              "'<Name> <synset>' of a ShapeNetPart category)")
-        out[fields[1]] = SHAPENET_PART.index(known)
+        out[fields[1]] = index
     return out
 
 
@@ -140,10 +125,10 @@ class ShapeNetPart(PointDataset):
     Args:
         root: folder holding a layout (or the layout folder itself).
         split: ``"train"``, ``"val"``, ``"test"`` or ``"trainval"``.
-        categories: None (all 16) or names / synsets / indices to keep.
+        categories: None (all 16) or names (any case) / synsets / indices to keep.
         num_points: N points per sample; None keeps every stored point (N varies).
         sampling: ``"random"`` (default: the stored order is not random), ``"first"`` or
-            ``"fps"`` (see :func:`~pointabstract.data.modelnet.point_indices`).
+            ``"fps"`` (see :func:`~pointabstract.data.datasets.modelnet.point_indices`).
         transform: ``(sample, rng) -> sample`` applied after loading.
         seed: base seed of the per-sample generators.
         use_normals: also return ``"normal"`` (normal layout, or HDF5 files with ``normal``).

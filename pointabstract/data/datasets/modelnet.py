@@ -5,7 +5,7 @@ Layouts (detected under ``root`` itself, or under its subfolder with the standar
 - ``"hdf5"``: PointNet's ``modelnet40_ply_hdf5_2048/`` (2,048 points per shape, y up).
 - ``"resampled"``: PointNet++'s ``modelnet40_normal_resampled/`` (10,000 points + normals, y up).
 - ``"off"``: the original ``ModelNet40/`` meshes (z up, each in its own units), sampled once
-  into an HDF5 cache by :func:`pointabstract.data.off.prepare_off_cache`.
+  into an HDF5 cache by :func:`pointabstract.data.datasets.off.prepare_off_cache`.
 
 :func:`point_indices` (the ``sampling`` argument) is shared with the ShapeNet loaders.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..categories import MODELNET10, MODELNET40
 from .base import LayoutNotFoundError, PointDataset
-from .categories import MODELNET10, MODELNET40
 from .checksums import check_columns, check_finite, read_h5
 from .off import find_meshes, prepare_off_cache, sample_mesh
 
@@ -78,7 +78,7 @@ def point_indices(n: int, num_points: int | None, *, sampling: str = "first",
     if sampling == "fps":
         import torch
 
-        from ..ops import farthest_point_sample
+        from ...ops import farthest_point_sample
 
         cloud = torch.from_numpy(np.ascontiguousarray(pos, dtype=np.float32))[None]
         return farthest_point_sample(cloud, num_points)[0].numpy()
@@ -192,7 +192,7 @@ class ModelNet40(PointDataset):
         use_normals: also return ``"normal"`` (the layout must have normals).
         layout: force ``"hdf5"``, ``"resampled"`` or ``"off"`` instead of detecting.
         mesh_points: points sampled per mesh into the OFF cache (with ``seed``; area-weighted,
-            face normals; see :func:`~pointabstract.data.off.prepare_off_cache`).
+            face normals; see :func:`~pointabstract.data.datasets.off.prepare_off_cache`).
         cache_dir: where the OFF cache is written (default: the mesh folder).
         resample_meshes: OFF layout only: sample every mesh afresh at each access (with the
             sample's generator, so per epoch) instead of reading the cache. Slow.

@@ -5,7 +5,7 @@ int64, face_part (F,) int64)`` that assembles a mesh from primitives (boxes, cyl
 spheres, capsules, tori from ``trimesh.creation``; lathes, swept tubes and extruded outlines
 from :mod:`.shapes_primitives`) with random proportions and optional parts, and labels every
 triangle with a **global** ShapeNetPart part id of its category (the table in
-:mod:`.categories`). Axis convention: **y is up** (as in the PointNet ModelNet40 HDF5 files),
+:mod:`pointabstract.data.categories`). Axis convention: **y is up** (as in the PointNet ModelNet40 HDF5 files),
 objects stand on or around y = 0 and face +x (vehicles, knife, pistol, mug handle) or +z
 (chair, guitar).
 
@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .categories import CATEGORY_BY_NAME, CATEGORY_BY_SYNSET, SHAPENET_PART
+from ..categories import SHAPENET_PART, resolve_category
 from .shapes_furniture import build_chair, build_lamp, build_laptop, build_table
 from .shapes_objects import (
     build_bag,
@@ -75,7 +75,6 @@ __all__ = [
     "build_shape",
     "build_skateboard",
     "build_table",
-    "category_index",
 ]
 
 Builder = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -97,21 +96,6 @@ OPTIONAL_PARTS: dict[str, tuple[int, ...]] = {
 _SCALE_RANGE = (0.6, 1 / 0.6)
 
 
-def category_index(category: int | str) -> int:
-    """Index into SHAPENET_PART of a category given by index, name (any case) or synset."""
-    if isinstance(category, bool) or not isinstance(category, (int, np.integer, str)):
-        raise TypeError(f"category must be an int index, a name or a synset, got {category!r}")
-    if isinstance(category, str):
-        names = {c.name.lower(): c for c in SHAPENET_PART}
-        found = names.get(category.lower()) or CATEGORY_BY_SYNSET.get(category)
-        if found is None:
-            raise ValueError(f"unknown category {category!r}; choose from {list(CATEGORY_BY_NAME)}")
-        return SHAPENET_PART.index(found)
-    if not 0 <= category < len(SHAPENET_PART):
-        raise ValueError(f"category index must be in [0, {len(SHAPENET_PART)}), got {category}")
-    return int(category)
-
-
 def build_shape(category: int | str, rng: np.random.Generator, *, augment: bool = True):
     """Build one random shape of ``category`` (index, name or synset).
 
@@ -126,7 +110,7 @@ def build_shape(category: int | str, rng: np.random.Generator, *, augment: bool 
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    vertices, faces, face_part = BUILDERS[SHAPENET_PART[category_index(category)].name](rng)
+    vertices, faces, face_part = BUILDERS[SHAPENET_PART[resolve_category(category)].name](rng)
     if augment:
         vertices = vertices * np.exp(rng.uniform(*np.log(_SCALE_RANGE), size=3))
         vertices = vertices @ rotation("y", rng.uniform(0, 2 * np.pi)).T
