@@ -1,11 +1,18 @@
-"""A non-learned baseline classifier: how hard is a classification set without learning?
+"""Non-learned baseline classifiers: how hard is a classification set without learning?
 
-Each shape becomes a small feature vector, the sorted extents of its axis-aligned bounding box
-(3 numbers, invariant to which axis is which) and a histogram of the points' distances to
-their centroid divided by the largest one (``bins`` numbers, rotation invariant); features are
-standardised with the training set's mean and standard deviation and every test shape takes
-the label of its nearest training shape (1-NN, Euclidean). On the synthetic set this must stay
-clearly below 100 %, or the set is too easy to say anything about a network.
+Each shape becomes a small feature vector; features are standardised with the training set's
+mean and standard deviation and every test shape takes the label of its nearest training
+shape (1-NN, Euclidean). Two descriptors (``features=``):
+
+- ``"histogram"`` (the default, :func:`baseline_features`): the sorted extents of the
+  axis-aligned bounding box (3 numbers, invariant to which axis is which) and a histogram of
+  the points' distances to their centroid divided by the largest one (``bins`` numbers).
+- ``"statistics"`` (:func:`statistics_features`, stronger): 12 global shape statistics, the
+  sorted axis-aligned extents, the first four moments of the distance to the centroid, the
+  two PCA eigenvalue ratios and the extents along the principal axes.
+
+On the synthetic set both must stay clearly below 100 %, or the set is too easy to say
+anything about a network.
 
 It reads the ModelNet40-HDF5 layout (``ply_data_{train,test}*.h5`` with ``data`` and
 ``label``, and ``shape_names.txt``) with h5py directly.
@@ -19,9 +26,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-__all__ = ["baseline_features", "evaluate_baseline", "nearest_neighbour_predict"]
+__all__ = ["FEATURES", "baseline_features", "evaluate_baseline", "nearest_neighbour_predict",
+           "statistics_features"]
 
 _MODELNET_DIR = "modelnet40_ply_hdf5_2048"
+FEATURES = ("histogram", "statistics")
 
 
 def baseline_features(pos: np.ndarray, *, bins: int = 16) -> np.ndarray:
@@ -45,6 +54,35 @@ def baseline_features(pos: np.ndarray, *, bins: int = 16) -> np.ndarray:
     which = np.minimum((radius * bins).astype(np.int64), bins - 1)
     hist = np.stack([np.bincount(row, minlength=bins) for row in which]) / pos.shape[1]
     return np.concatenate([extents, hist], axis=1)
+
+
+def statistics_features(pos: np.ndarray) -> np.ndarray:
+    """Twelve global statistics of each cloud (the stronger non-learned descriptor).
+
+    Args:
+        pos: (S, N, 3) point clouds.
+
+    Returns:
+        (S, 12) float64: axis-aligned extents in descending order (3); mean, standard deviation,
+        skewness and kurtosis of the distance to the centroid over its maximum (4); PCA
+        eigenvalue ratios l2 / l1 and l3 / l1 (2); extents along the principal axes, descending (3).
+    """
+    pos = np.asarray(pos, dtype=np.float64)
+    if pos.ndim != 3 or pos.shape[2] != 3 or pos.shape[1] < 2:
+        raise ValueError(f"pos must have shape (S, N, 3) with N >= 2, got {pos.shape}")
+    extents = np.sort(pos.max(1) - pos.min(1), axis=1)[:, ::-1]
+    centred = pos - pos.mean(1, keepdims=True)
+    radius = np.linalg.norm(centred, axis=2)  # (S, N)
+    radius /= np.maximum(radius.max(1, keepdims=True), 1e-12)
+    mean, std = radius.mean(1), np.maximum(radius.std(1), 1e-12)
+    z = (radius - mean[:, None]) / std[:, None]
+    moments = np.stack([mean, std, (z ** 3).mean(1), (z ** 4).mean(1)], axis=1)
+    cov = np.einsum("snc,snd->scd", centred, centred) / pos.shape[1]  # (S, 3, 3)
+    eigval, eigvec = np.linalg.eigh(cov)  # ascending
+    ratios = eigval[:, [1, 0]] / np.maximum(eigval[:, 2:], 1e-12)
+    local = np.einsum("snc,scd->snd", centred, eigvec)  # coordinates along the principal axes
+    pca_extents = np.sort(local.max(1) - local.min(1), axis=1)[:, ::-1]
+    return np.concatenate([extents, moments, ratios, pca_extents], axis=1)
 
 
 def nearest_neighbour_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray) -> np.ndarray:
@@ -83,18 +121,21 @@ def _read_split(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(data), np.concatenate(labels)
 
 
-def evaluate_baseline(root, *, bins: int = 16) -> dict:
+def evaluate_baseline(root, *, bins: int = 16, features: str = "histogram") -> dict:
     """Fit the 1-NN baseline on the train split of a ModelNet40-HDF5-style set, score the test split.
 
     Args:
         root: the folder holding ``ply_data_*.h5`` and ``shape_names.txt``, or its parent
             (e.g. the synthetic set's output folder).
-        bins: radial-histogram bins.
+        bins: radial-histogram bins (``features="histogram"``).
+        features: ``"histogram"`` (default) or ``"statistics"`` (see the module docstring).
 
     Returns:
         ``{"accuracy": float, "per_class": {name: accuracy}, "num_train": int, "num_test": int}``;
         classes without test shapes are left out of ``per_class``.
     """
+    if features not in FEATURES:
+        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
     folder = Path(root)
     if not (folder / "shape_names.txt").is_file() and (folder / _MODELNET_DIR).is_dir():
         folder = folder / _MODELNET_DIR
@@ -104,8 +145,11 @@ def evaluate_baseline(root, *, bins: int = 16) -> dict:
     names = [line.strip() for line in names_file.read_text().splitlines() if line.strip()]
     train_pos, train_y = _read_split(folder, "train")
     test_pos, test_y = _read_split(folder, "test")
-    predicted = nearest_neighbour_predict(baseline_features(train_pos, bins=bins), train_y,
-                                          baseline_features(test_pos, bins=bins))
+    if features == "histogram":
+        train_x, test_x = baseline_features(train_pos, bins=bins), baseline_features(test_pos, bins=bins)
+    else:
+        train_x, test_x = statistics_features(train_pos), statistics_features(test_pos)
+    predicted = nearest_neighbour_predict(train_x, train_y, test_x)
     correct = predicted == test_y
     per_class = {names[c]: float(correct[test_y == c].mean()) for c in np.unique(test_y)}
     return {"accuracy": float(correct.mean()), "per_class": per_class,

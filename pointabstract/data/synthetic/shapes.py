@@ -5,9 +5,9 @@ int64, face_part (F,) int64)`` that assembles a mesh from primitives (boxes, cyl
 spheres, capsules, tori from ``trimesh.creation``; lathes, swept tubes and extruded outlines
 from :mod:`.shapes_primitives`) with random proportions and optional parts, and labels every
 triangle with a **global** ShapeNetPart part id of its category (the table in
-:mod:`pointabstract.data.categories`). Axis convention: **y is up** (as in the PointNet ModelNet40 HDF5 files),
-objects stand on or around y = 0 and face +x (vehicles, knife, pistol, mug handle) or +z
-(chair, guitar).
+:mod:`pointabstract.data.categories`). Axis convention: **y is up** (as in the PointNet ModelNet40
+HDF5 files), objects stand on or around y = 0 and face +x (vehicles, knife, pistol, mug
+handle) or +z (chair, guitar).
 
 =========== ============================================= =======================
 category    parts (global ids)                            optional (some shapes)

@@ -6,6 +6,7 @@ from pointabstract.data.synthetic.baseline import (
     baseline_features,
     evaluate_baseline,
     nearest_neighbour_predict,
+    statistics_features,
 )
 from pointabstract.data.synthetic.generator import CLASS_NAMES, generate
 
@@ -24,6 +25,27 @@ def test_radial_histogram_is_rotation_and_scale_invariant():
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     a, b = baseline_features(pos), baseline_features(3 * pos @ q.T)
     assert np.allclose(a[:, 3:], b[:, 3:]) and np.allclose(a[:, 3:].sum(1), 1)
+
+
+def test_statistics_of_a_box_hand_computed():
+    # the 8 corners of a 4 x 1 x 2 box: every corner at the same distance from the centroid
+    corners = np.array([[x, y, z] for x in (0, 4) for y in (0, 1) for z in (0, 2)], float)
+    feats = statistics_features(corners[None])
+    assert feats.shape == (1, 12)
+    np.testing.assert_allclose(feats[0, :3], [4, 2, 1])  # sorted extents
+    np.testing.assert_allclose(feats[0, 3:5], [1, 1e-12], atol=1e-9)  # mean 1, no spread
+    np.testing.assert_allclose(feats[0, 7:9], [1 / 4, 1 / 16])  # variances 4, 1, 0.25 along x, z, y
+    np.testing.assert_allclose(feats[0, 9:], [4, 2, 1])  # principal axes = the box axes
+
+
+def test_statistics_are_rotation_invariant_except_the_axis_aligned_extents():
+    rng = np.random.default_rng(0)
+    pos = rng.normal(size=(3, 400, 3)) * (3, 1, 0.5)
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    a, b = statistics_features(pos), statistics_features(pos @ q.T)
+    np.testing.assert_allclose(a[:, 3:], b[:, 3:], rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match=r"pos must have shape \(S, N, 3\) with N >= 2"):
+        statistics_features(np.zeros((2, 1, 3)))
 
 
 def test_nearest_neighbour_standardises_features():
@@ -54,6 +76,10 @@ def test_evaluate_baseline_on_a_tiny_synthetic_set(tiny_root):
     assert mean == pytest.approx(result["accuracy"])
     # the modelnet folder itself works too
     assert evaluate_baseline(tiny_root / "modelnet40_ply_hdf5_2048") == result
+    stronger = evaluate_baseline(tiny_root, features="statistics")
+    assert stronger["num_test"] == 32 and 2 / 16 < stronger["accuracy"] <= 1
+    with pytest.raises(ValueError, match=r"features must be one of \('histogram', 'statistics'\), got 'x'"):
+        evaluate_baseline(tiny_root, features="x")
 
 
 def test_bad_input_names_the_problem(tmp_path):

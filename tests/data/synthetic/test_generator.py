@@ -6,7 +6,8 @@ import pytest
 
 from pointabstract.data.categories import CATEGORY_OF_PART, SHAPENET_PART
 from pointabstract.data.synthetic import generator as synthetic
-from pointabstract.data.synthetic.generator import CLASS_NAMES, generate, sample_shape
+from pointabstract.data.synthetic.generator import CLASS_NAMES, generate, level_classes, sample_shape
+from pointabstract.data.synthetic.nuisances import Nuisances
 
 N = 128  # points per shape: small, the layout does not depend on it
 
@@ -112,9 +113,13 @@ def test_sample_shape_returns_a_sample_dict():
     (dict(seed=-1), "seed must be an int >= 0"),
     (dict(val_fraction=1.0), r"val_fraction must be in \[0, 1\)"),
     (dict(workers=0), "workers must be an int >= 1"),
+    (dict(level="medium"), r"level must be one of \('easy', 'hard'\), got 'medium'"),
+    (dict(rotation="x"), r"rotation must be one of \('up', 'so3'\), got 'x'"),
+    (dict(nuisances=Nuisances()), "nuisances apply to level='hard' only, got level='easy'"),
+    (dict(level="hard", nuisances=("partial",)), "nuisances must be a Nuisances or None, got tuple"),
 ])
 def test_bad_arguments_are_refused(tmp_path, kwargs, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         generate(tmp_path, progress=False, **kwargs)
     with pytest.raises(ValueError, match="num_points must be a positive int"):
         sample_shape(0, np.random.default_rng(0), num_points=0)
@@ -128,3 +133,14 @@ def test_a_smaller_run_leaves_no_stale_files(tmp_path, monkeypatch):
     mn, sp = tmp_path / "modelnet40_ply_hdf5_2048", tmp_path / "shapenet_part_seg_hdf5_data"
     assert sorted(p.name for p in mn.glob("*.h5")) == ["ply_data_test0.h5", "ply_data_train0.h5"]
     assert not list(sp.glob("ply_data_val*.h5")) and (sp / "val_hdf5_file_list.txt").read_text() == ""
+
+
+def test_easy_so3_turns_every_shape_and_keeps_the_default_bytes(tmp_path):
+    up, turned = tmp_path / "up", tmp_path / "so3"
+    _tiny(up, train_per_class=1, test_per_class=1)
+    _tiny(turned, train_per_class=1, test_per_class=1, rotation="so3")
+    a = _read(up / "modelnet40_ply_hdf5_2048" / "ply_data_train0.h5")
+    b = _read(turned / "modelnet40_ply_hdf5_2048" / "ply_data_train0.h5")
+    assert not np.allclose(a["data"], b["data"])
+    np.testing.assert_allclose(np.linalg.norm(a["data"], axis=2), np.linalg.norm(b["data"], axis=2), atol=1e-5)
+    assert level_classes("easy") == CLASS_NAMES and len(level_classes("hard")) == 40
