@@ -131,7 +131,7 @@ def _random_direction(rng: np.random.Generator) -> np.ndarray:
 
 
 def apply_nuisances(pos: np.ndarray, normal: np.ndarray, part: np.ndarray, rng: np.random.Generator, *,
-                    num_points: int, nuisances: Nuisances = Nuisances()) -> dict:
+                    num_points: int, nuisances: Nuisances | None = None) -> dict:
     """Turn a labelled pool into one scan of ``num_points`` points.
 
     Args:
@@ -139,14 +139,27 @@ def apply_nuisances(pos: np.ndarray, normal: np.ndarray, part: np.ndarray, rng: 
         normal: (M, 3) unit normals; ``part``: (M,) part ids.
         rng: the only source of randomness.
         num_points: N, points returned (drawn with replacement only if fewer than N survive).
-        nuisances: which nuisances to apply.
+        nuisances: which nuisances to apply (None: all).
 
     Returns:
         ``{"pos": (N, 3) float32 in the unit sphere, "normal": (N, 3) float32, "part": (N,) int64,
         "source": (N,) int64, "candidates": (K,) int64}``: ``source[i]`` is the pool index of
         point i (-1 for an outlier, whose part is that of its nearest non-outlier point);
         ``candidates`` the pool indices left after the broken pieces and the partial view.
+        The points come in random order.
     """
+    pos = np.asarray(pos, dtype=np.float64)
+    if pos.ndim != 2 or pos.shape[1] != 3 or len(pos) == 0:
+        raise ValueError(f"pos must have shape (M, 3) with M > 0, got {pos.shape}")
+    if np.shape(normal) != pos.shape or np.shape(part) != pos.shape[:1]:
+        raise ValueError(f"normal must have shape {pos.shape} and part {pos.shape[:1]}, got "
+                         f"{np.shape(normal)} and {np.shape(part)}")
+    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 1:
+        raise ValueError(f"num_points must be a positive int, got {num_points!r}")
+    nuisances = Nuisances() if nuisances is None else nuisances
+    if not isinstance(nuisances, Nuisances):
+        raise TypeError(f"nuisances must be a Nuisances, got {type(nuisances).__name__}")
+    normal, part = np.asarray(normal), np.asarray(part)
     keep = np.arange(len(pos))
     if nuisances.broken:
         for _ in range(rng.integers(1, 3)):
@@ -187,5 +200,6 @@ def apply_nuisances(pos: np.ndarray, normal: np.ndarray, part: np.ndarray, rng: 
         out_part[where] = out_part[inliers[nearest]]
         source = source.copy()
         source[where] = -1
-    return {"pos": out_pos.astype(np.float32), "normal": out_normal.astype(np.float32), "part": out_part,
-            "source": source.astype(np.int64), "candidates": keep}
+    order = rng.permutation(num_points) if nuisances.density else slice(None)  # top-k comes sorted
+    return {"pos": out_pos[order].astype(np.float32), "normal": out_normal[order].astype(np.float32),
+            "part": out_part[order], "source": source[order].astype(np.int64), "candidates": keep}

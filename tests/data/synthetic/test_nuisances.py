@@ -114,3 +114,30 @@ def test_same_generator_same_scan():
     a, b = (apply_nuisances(pool, normal, part, np.random.default_rng(9), num_points=N) for _ in range(2))
     for key in ("pos", "normal", "part", "source"):
         np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_density_top_k_comes_back_shuffled():
+    # the Gumbel top-k returns its points sorted by key: without the final shuffle the stored order
+    # correlates with the density weight (mean correlation about 0.07 over these seeds, 0.00 with it)
+    pool, normal, part = _sphere(6 * N)
+    trend = []
+    for seed in range(30):
+        out = apply_nuisances(pool, normal, part, np.random.default_rng(seed), num_points=N,
+                              nuisances=_only("density"))
+        dense_side = pool[out["source"]] @ pool[out["source"]].mean(0)
+        trend.append(np.corrcoef(np.arange(N), dense_side)[0, 1])
+    assert abs(np.mean(trend)) < 0.035
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(pos=np.zeros((4, 2))), ValueError, r"pos must have shape \(M, 3\) with M > 0, got \(4, 2\)"),
+    (dict(normal=np.zeros((3, 3))), ValueError, r"normal must have shape \(40, 3\) and part \(40,\)"),
+    (dict(part=np.zeros(39)), ValueError, r"got \(40, 3\) and \(39,\)"),
+    (dict(num_points=0), ValueError, "num_points must be a positive int, got 0"),
+    (dict(nuisances="all"), TypeError, "nuisances must be a Nuisances, got str"),
+])
+def test_apply_nuisances_refuses_bad_input(kwargs, error, match):
+    pool, normal, part = _sphere(40)
+    args = {"pos": pool, "normal": normal, "part": part, "num_points": 8, **kwargs}
+    with pytest.raises(error, match=match):
+        apply_nuisances(args.pop("pos"), args.pop("normal"), args.pop("part"), np.random.default_rng(0), **args)
