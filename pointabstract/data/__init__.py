@@ -41,7 +41,9 @@ from .datasets import (
     write_off,
 )
 from .synthetic import CLASS_NAMES as SYNTHETIC_CLASSES
-from .synthetic import build_shape, evaluate_baseline, sample_surface
+from .synthetic import HARD_CLASS_NAMES as SYNTHETIC_HARD_CLASSES
+from .synthetic import LEVELS as SYNTHETIC_LEVELS
+from .synthetic import Nuisances, build_shape, evaluate_baseline, sample_surface
 from .synthetic import generate as generate_synthetic
 from .transforms import (
     Compose,
@@ -60,12 +62,12 @@ from .transforms import (
 
 __all__ = [
     "ARCHIVES", "MODELNET10", "MODELNET40", "MODELNET_LAYOUTS", "NUM_PARTS", "PART_PAD", "SAMPLE_KEYS",
-    "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "SYNTHETIC_CLASSES", "build_shape",
-    "evaluate_baseline", "generate_synthetic", "Compose", "Jitter", "LayoutNotFoundError", "ModelNet10",
-    "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere", "PartCategory", "PointDataset",
-    "RandomDropout", "RandomRotate", "RandomSO3Rotation", "RandomScale", "RandomTranslate", "Resample",
-    "ShapeNetCore", "ShapeNetPart", "Shuffle", "Transform", "collate", "detect_layout",
-    "detect_part_layout", "file_md5", "part_range", "point_indices", "prepare_off_cache", "read_off",
-    "read_ply_points", "resolve_categories", "resolve_category", "sample_rng", "sample_surface",
+    "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "SYNTHETIC_CLASSES", "SYNTHETIC_HARD_CLASSES",
+    "SYNTHETIC_LEVELS", "Nuisances", "build_shape", "evaluate_baseline", "generate_synthetic", "Compose",
+    "Jitter", "LayoutNotFoundError", "ModelNet10", "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere",
+    "PartCategory", "PointDataset", "RandomDropout", "RandomRotate", "RandomSO3Rotation", "RandomScale",
+    "RandomTranslate", "Resample", "ShapeNetCore", "ShapeNetPart", "Shuffle", "Transform", "collate",
+    "detect_layout", "detect_part_layout", "file_md5", "part_range", "point_indices", "prepare_off_cache",
+    "read_off", "read_ply_points", "resolve_categories", "resolve_category", "sample_rng", "sample_surface",
     "verify_md5", "write_off",
 ]
