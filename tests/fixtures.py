@@ -54,5 +54,5 @@ def write_tiny_synthetic(root: Path, *, n: int = 64) -> Path:
 TASK_DATA = {
     "classification": {"data.dataset": "modelnet40"},
     "reconstruction": {"data.dataset": "modelnet40"},
-    "part_segmentation": {"data.dataset": "shapenetpart"},
+    "part_segmentation": {"data.dataset": "shapenet_part"},
 }

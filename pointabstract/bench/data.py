@@ -23,9 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..data.categories import MODELNET40
-from ..data.off import write_off
-from ..data.surface import sample_surface
+from ..data import MODELNET40, sample_surface, write_off
 
 __all__ = ["Row", "add_arguments", "format_table", "main", "random_meshes", "run", "time_loader",
            "write_modelnet_hdf5", "write_modelnet_off", "write_modelnet_resampled"]
@@ -135,7 +133,7 @@ def time_loader(dataset, *, workers: int = 2, batch_size: int = 32, epochs: int 
 
 def _time_generate(tmp: Path, per_class: int) -> Row | None:
     try:
-        from ..data.synthetic import generate
+        from ..data import generate_synthetic as generate
     except ImportError:
         return None
     start = time.perf_counter()
@@ -150,7 +148,8 @@ def run(*, shapes: int = 256, points: int = 2048, txt_points: int = 10_000, num_
         workers: int = 2, batch_size: int = 32, epochs: int = 1, root: Path | None = None,
         synth_per_class: int = 8, progress=print) -> list[Row]:
     """Time every ModelNet layout (tiny synthetic copies, or those found under ``root``)."""
-    from ..data.modelnet import LAYOUTS, ModelNet40, detect_layout
+    from ..data import MODELNET_LAYOUTS as LAYOUTS
+    from ..data import ModelNet40, detect_layout
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,41 +1,73 @@
-"""Datasets in their published layouts, transforms, collation, and the built-in synthetic set."""
+"""Datasets in their published layouts, transforms, collation, and the built-in synthetic set.
 
-from .base import SAMPLE_KEYS, LayoutNotFoundError, PointDataset, sample_rng
-from .baseline import evaluate_baseline
-from .categories import MODELNET10, MODELNET40, SHAPENET_PART, PartCategory, part_range
-from .checksums import ARCHIVES, file_md5, verify_md5
+Subpackages: :mod:`.datasets` (loaders and file readers), :mod:`.transforms`, :mod:`.synthetic`
+(procedural shapes, the generator and its baseline); :mod:`.categories` holds every class
+table and the one resolver, :mod:`.collate` batches samples, :mod:`.cli` is ``pointabstract
+data``. Code outside this package imports from here.
+"""
+
+from .categories import (
+    MODELNET10,
+    MODELNET40,
+    NUM_PARTS,
+    SHAPENET_CORE,
+    SHAPENET_CORE13,
+    SHAPENET_PART,
+    PartCategory,
+    part_range,
+    resolve_categories,
+    resolve_category,
+)
 from .collate import PART_PAD, collate
-from .modelnet import ModelNet10, ModelNet40, detect_layout, point_indices
-from .off import prepare_off_cache, read_off, write_off
-from .shapenet_core import SHAPENET_CORE13, ShapeNetCore, read_ply_points
-from .shapenet_part import ShapeNetPart, detect_part_layout
-from .shapes import build_shape
-from .surface import sample_surface
+from .datasets import (
+    ARCHIVES,
+    MODELNET_LAYOUTS,
+    SAMPLE_KEYS,
+    LayoutNotFoundError,
+    ModelNet10,
+    ModelNet40,
+    PointDataset,
+    ShapeNetCore,
+    ShapeNetPart,
+    detect_layout,
+    detect_part_layout,
+    file_md5,
+    point_indices,
+    prepare_off_cache,
+    read_off,
+    read_ply_points,
+    sample_rng,
+    verify_md5,
+    write_off,
+)
 from .synthetic import CLASS_NAMES as SYNTHETIC_CLASSES
+from .synthetic import HARD_CLASS_NAMES as SYNTHETIC_HARD_CLASSES
+from .synthetic import LEVELS as SYNTHETIC_LEVELS
+from .synthetic import Nuisances, build_shape, evaluate_baseline, sample_surface
 from .synthetic import generate as generate_synthetic
 from .transforms import (
-                         Compose,
-                         Jitter,
-                         NormalizeUnitCube,
-                         NormalizeUnitSphere,
-                         RandomDropout,
-                         RandomRotate,
-                         RandomScale,
-                         RandomSO3Rotation,
-                         RandomTranslate,
-                         Resample,
-                         Shuffle,
-                         Transform,
+    Compose,
+    Jitter,
+    NormalizeUnitCube,
+    NormalizeUnitSphere,
+    RandomDropout,
+    RandomRotate,
+    RandomScale,
+    RandomSO3Rotation,
+    RandomTranslate,
+    Resample,
+    Shuffle,
+    Transform,
 )
 
 __all__ = [
-    "ARCHIVES", "LayoutNotFoundError",
-    "MODELNET10", "MODELNET40", "PART_PAD", "SAMPLE_KEYS", "SHAPENET_CORE13", "SHAPENET_PART",
-    "SYNTHETIC_CLASSES", "build_shape", "evaluate_baseline", "generate_synthetic",
-    "Compose", "Jitter", "ModelNet10", "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere",
+    "ARCHIVES", "MODELNET10", "MODELNET40", "MODELNET_LAYOUTS", "NUM_PARTS", "PART_PAD", "SAMPLE_KEYS",
+    "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "SYNTHETIC_CLASSES", "SYNTHETIC_HARD_CLASSES",
+    "SYNTHETIC_LEVELS", "Nuisances", "build_shape", "evaluate_baseline", "generate_synthetic", "Compose",
+    "Jitter", "LayoutNotFoundError", "ModelNet10", "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere",
     "PartCategory", "PointDataset", "RandomDropout", "RandomRotate", "RandomSO3Rotation", "RandomScale",
     "RandomTranslate", "Resample", "ShapeNetCore", "ShapeNetPart", "Shuffle", "Transform", "collate",
-    "detect_layout", "detect_part_layout", "file_md5", "part_range", "point_indices",
-    "prepare_off_cache", "read_off", "read_ply_points", "sample_rng", "sample_surface", "verify_md5",
-    "write_off",
+    "detect_layout", "detect_part_layout", "file_md5", "part_range", "point_indices", "prepare_off_cache",
+    "read_off", "read_ply_points", "resolve_categories", "resolve_category", "sample_rng", "sample_surface",
+    "verify_md5", "write_off",
 ]

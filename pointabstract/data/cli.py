@@ -2,7 +2,8 @@
 
 - ``data info ROOT [--check]``: every layout found under ROOT, its counts per split and class,
   and the problems found (``--check`` reads every file, not only the lists and headers).
-- ``data synth --out DIR``: the built-in synthetic dataset (:mod:`pointabstract.data.synthetic`).
+- ``data synth [--level easy|hard] [--out DIR]``: the built-in synthetic dataset, easy or hard
+  (:mod:`pointabstract.data.synthetic`; the hard level's nuisances each have a ``--no-*`` switch).
 - ``data prepare ROOT``: sample the ``ModelNet40/<class>/<split>/*.off`` meshes once into the
   HDF5 cache that :class:`~pointabstract.data.ModelNet40` reads.
 - ``data md5 FILE [--expected HEX]``: md5 of a downloaded archive, checked when a value is known.
@@ -47,8 +48,8 @@ def _check_samples(dataset, problems: list[str], progress: bool) -> None:
 
 
 def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
-    from .modelnet import LAYOUTS, ModelNet40, detect_layout
-    from .off import find_meshes, read_off
+    from .datasets.modelnet import LAYOUTS, ModelNet40, detect_layout
+    from .datasets.off import find_meshes, read_off
 
     found = False
     for layout in LAYOUTS:
@@ -86,8 +87,8 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
 
 
 def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
-    from .shapenet_core import SHAPENET_CORE13, ShapeNetCore, find_ply_folder
-    from .shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
+    from .datasets.shapenet_core import ShapeNetCore, find_ply_folder
+    from .datasets.shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
 
     found = False
     for layout in PART_LAYOUTS:
@@ -118,7 +119,7 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
                 problems.append(str(err))
                 continue
             lines.append(f"  {split}: {len(dataset)} clouds")
-            lines += _counts_lines([SHAPENET_CORE13[c][0] for c in dataset.categories])
+            lines += _counts_lines([dataset.category_names[c] for c in dataset.categories])
             if check:
                 _check_samples(dataset, problems, progress)
     return found
@@ -143,8 +144,8 @@ def inspect_root(root: str | Path, *, check: bool = False,
     found = _modelnet(root, check, progress, lines, problems)
     found = _shapenet(root, check, progress, lines, problems) or found
     if not found:
-        from .modelnet import detect_layout
-        from .shapenet_part import detect_part_layout
+        from .datasets.modelnet import detect_layout
+        from .datasets.shapenet_part import detect_part_layout
 
         for detect in (detect_layout, detect_part_layout):
             try:
@@ -169,23 +170,30 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+_NUISANCES = ("broken", "partial", "density", "noise", "outliers")  # synthetic.nuisances.NUISANCES
+_SYNTH_OUT = {"easy": Path("datasets/synthetic"), "hard": Path("datasets/synthetic-hard")}
+
+
 def _synth(args: argparse.Namespace) -> int:
-    try:
-        from .synthetic import generate  # written separately; imported only when asked for
-    except ImportError as err:
-        print(f"the synthetic generator is not available ({err})")
-        return 1
-    result = generate(args.out, train_per_class=args.train_per_class, test_per_class=args.test_per_class,
-                      num_points=args.num_points, seed=args.seed, progress=True)
-    if isinstance(result, dict) and "counts" in result:
-        print(f"shapes per split: {result['counts']}")
-    print(f"wrote the synthetic dataset to {args.out}; inspect it with: pointabstract data info {args.out}")
+    from .synthetic import Nuisances, generate  # imported only when asked for
+
+    off = [name for name in _NUISANCES if getattr(args, f"no_{name}")]
+    if off and args.level != "hard":
+        raise ValueError(f"--no-{off[0]} applies to --level hard only (the easy set has no nuisances)")
+    out = _SYNTH_OUT[args.level] if args.out is None else args.out
+    kwargs = {"nuisances": Nuisances(**{name: False for name in off})} if args.level == "hard" else {}
+    result = generate(out, level=args.level, train_per_class=args.train_per_class,
+                      test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
+                      rotation=args.rotation, workers=args.workers, progress=True, **kwargs)
+    print(f"shapes per split: {result['counts']} in {result['seconds']:.1f} s")
+    print(f"wrote the {args.level} synthetic dataset to {out}; inspect it with: "
+          f"pointabstract data info {out}")
     return 0
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from .modelnet import detect_layout
-    from .off import find_meshes, prepare_off_cache
+    from .datasets.modelnet import detect_layout
+    from .datasets.off import find_meshes, prepare_off_cache
 
     _, folder = detect_layout(args.root, layout="off", off_folders=("ModelNet40", "ModelNet10"))
     classes = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
@@ -200,7 +208,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _md5(args: argparse.Namespace) -> int:
-    from .checksums import ARCHIVES, file_md5, verify_md5
+    from .datasets.checksums import ARCHIVES, file_md5, verify_md5
 
     known = ARCHIVES.get(args.file.name)
     if args.expected is None and (known is None or known.md5 is None):
@@ -226,11 +234,24 @@ def add_parser(subparsers) -> None:
     info.set_defaults(func=_info)
 
     synth = actions.add_parser("synth", help="generate the built-in part-labelled synthetic dataset")
-    synth.add_argument("--out", type=Path, default=Path("datasets/synthetic"), help="output folder")
+    synth.add_argument("--level", choices=("easy", "hard"), default="easy",
+                       help="easy: 16 classes, clean shapes; hard: 40 classes told apart by local "
+                            "structure, scan nuisances (default: easy)")
+    synth.add_argument("--out", type=Path, help="output folder (default: datasets/synthetic, "
+                                                "datasets/synthetic-hard for --level hard)")
     synth.add_argument("--seed", type=int, default=0)
-    synth.add_argument("--train-per-class", type=int, default=250, help="training shapes per category")
-    synth.add_argument("--test-per-class", type=int, default=63, help="test shapes per category")
+    synth.add_argument("--train-per-class", type=int, help="training shapes per class (default: easy 250, "
+                                                           "hard 100)")
+    synth.add_argument("--test-per-class", type=int, help="test shapes per class (default: easy 63, hard 25)")
     synth.add_argument("--num-points", type=int, default=2048, help="points per shape")
+    synth.add_argument("--workers", type=int, help="generating processes (default: the CPU count); "
+                                                   "never changes the data")
+    synth.add_argument("--rotation", choices=("up", "so3"), default="up",
+                       help="up: random turn about y (default); so3: uniform random rotation")
+    for name, what in (("broken", "cut-out (broken) pieces"), ("partial", "single-view partial scans"),
+                       ("density", "non-uniform density"), ("noise", "strong surface noise"),
+                       ("outliers", "outlier points")):
+        synth.add_argument(f"--no-{name}", action="store_true", help=f"hard level without {what}")
     synth.set_defaults(func=_synth)
 
     prepare = actions.add_parser("prepare", help="sample ModelNet OFF meshes once into the HDF5 cache")

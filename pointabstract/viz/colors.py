@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.categories import NUM_PARTS, SHAPENET_PART
+from ..data import NUM_PARTS, SHAPENET_PART, resolve_category
 
 __all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "QUERY", "ScalarLegend", "class_palette",
            "label_colors", "legend_image", "part_legend", "part_palette", "scalar_colors"]
@@ -77,17 +77,7 @@ def part_palette() -> np.ndarray:
 
 def part_legend(category: str | int) -> list[tuple[str, tuple[float, float, float]]]:
     """``[(part name, colour), ...]`` for one ShapeNetPart category (name, synset or index)."""
-    from ..data.categories import CATEGORY_BY_NAME, CATEGORY_BY_SYNSET
-
-    if isinstance(category, int) and not isinstance(category, bool):
-        if not 0 <= category < len(SHAPENET_PART):
-            raise ValueError(f"category index must be in [0, {len(SHAPENET_PART)}), got {category}")
-        found = SHAPENET_PART[category]
-    else:
-        found = CATEGORY_BY_NAME.get(category) or CATEGORY_BY_SYNSET.get(category)
-        if found is None:
-            raise ValueError(f"unknown ShapeNetPart category {category!r}; choose from "
-                             f"{[c.name for c in SHAPENET_PART]}")
+    found = SHAPENET_PART[resolve_category(category)]
     palette = part_palette()
     return [(name, tuple(palette[p])) for name, p in zip(found.part_names, found.parts)]
 

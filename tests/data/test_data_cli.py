@@ -1,15 +1,18 @@
 import hashlib
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pointabstract.bench.data import random_meshes, write_modelnet_hdf5, write_modelnet_off
 from pointabstract.cli import main
-from pointabstract.data.checksums import ARCHIVES, file_md5, verify_md5
+from pointabstract.data import cli as cli_module
 from pointabstract.data.cli import inspect_root
-from tests.data.test_shapenet_part import write_normal
+from pointabstract.data.datasets.checksums import ARCHIVES, file_md5, verify_md5
+from pointabstract.data.synthetic.nuisances import NUISANCES, Nuisances
+from tests.data.datasets.test_shapenet_part import write_normal
 
 
 def _modelnet(tmp_path):
@@ -56,16 +59,36 @@ def test_prepare_writes_the_mesh_cache(tmp_path, capsys):
         main(["data", "prepare", str(tmp_path / "nothing")])
 
 
-def test_synth_calls_the_generator_lazily(tmp_path, monkeypatch, capsys):
+def _fake_synthetic(monkeypatch):
+    from pointabstract.data.synthetic import Nuisances
+
     calls = []
     fake = types.ModuleType("pointabstract.data.synthetic")
-    fake.generate = lambda out, **kwargs: calls.append((out, kwargs))
+    fake.Nuisances = Nuisances
+    fake.generate = lambda out, **kwargs: calls.append((out, kwargs)) or {"counts": {"train": 1}, "seconds": 0.5}
     monkeypatch.setitem(sys.modules, "pointabstract.data.synthetic", fake)
+    return calls
+
+
+def test_synth_passes_level_and_switches_to_the_generator(tmp_path, monkeypatch, capsys):
+    calls = _fake_synthetic(monkeypatch)
     assert main(["data", "synth", "--out", str(tmp_path), "--seed", "3", "--train-per-class", "2",
                  "--test-per-class", "1", "--num-points", "128"]) == 0
-    assert calls == [(tmp_path, {"train_per_class": 2, "test_per_class": 1, "num_points": 128, "seed": 3,
-                                 "progress": True})]
-    assert f"wrote the synthetic dataset to {tmp_path}" in capsys.readouterr().out
+    assert calls[-1] == (tmp_path, {"level": "easy", "train_per_class": 2, "test_per_class": 1, "num_points": 128,
+                                    "seed": 3, "rotation": "up", "workers": None, "progress": True})
+    assert f"wrote the easy synthetic dataset to {tmp_path}" in capsys.readouterr().out
+    assert main(["data", "synth", "--level", "hard", "--no-partial", "--no-outliers", "--rotation", "so3"]) == 0
+    out, kwargs = calls[-1]
+    assert out == Path("datasets/synthetic-hard") and kwargs["level"] == "hard" and kwargs["rotation"] == "so3"
+    assert kwargs["train_per_class"] is None and kwargs["test_per_class"] is None  # the level's defaults
+    assert kwargs["nuisances"] == Nuisances(partial=False, outliers=False)
+    assert main(["data", "synth", "--level", "hard"]) == 0 and calls[-1][1]["nuisances"] == Nuisances()
+    with pytest.raises(ValueError, match="--no-noise applies to --level hard only"):
+        main(["data", "synth", "--no-noise"])
+
+
+def test_synth_switches_name_every_nuisance():
+    assert cli_module._NUISANCES == NUISANCES
 
 
 def test_md5_helpers_and_command(tmp_path, capsys):

@@ -93,7 +93,7 @@ def synthetic(tmp_path_factory):
 def _task(root, **settings):
     cfg = RunConfig(model="centroid_transformer", task="part_segmentation")
     cfg.data.dataset, cfg.data.root, cfg.data.num_points = "shapenet_part", str(root), 128
-    cfg.task_config = PartSegmentationSettings(**settings)
+    cfg.task_args = dict(settings)
     return PartSegmentationTask(cfg)
 
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from pointabstract.data.categories import NUM_PARTS, SHAPENET_PART
+from pointabstract.data import NUM_PARTS, SHAPENET_PART
 from pointabstract.viz.colors import (
     HIGHLIGHT,
     ScalarLegend,
@@ -41,7 +41,7 @@ def test_part_legend_names_parts_with_their_palette_colours():
     assert part_legend(4) == legend and part_legend("03001627") == legend
     with pytest.raises(ValueError, match="unknown ShapeNetPart category 'Sofa'"):
         part_legend("Sofa")
-    with pytest.raises(ValueError, match="category index must be in"):
+    with pytest.raises(ValueError, match=r"ShapeNetPart index must be in \[0, 16\)"):
         part_legend(16)
 
 

@@ -140,7 +140,7 @@ class PartSegmentationTask:
     """ShapeNetPart part segmentation (``data.dataset: shapenet_part``); see the module docstring.
 
     Args:
-        cfg: the run configuration; ``cfg.task_config`` is a :class:`PartSegmentationSettings`.
+        cfg: the run configuration; ``cfg.task_config()`` gives its :class:`PartSegmentationSettings`.
     """
 
     name = "part_segmentation"
@@ -150,7 +150,7 @@ class PartSegmentationTask:
 
     def __init__(self, cfg):
         self.cfg = cfg
-        self.opts = getattr(cfg, "task_config", None) or PartSegmentationSettings()
+        self.opts = cfg.task_config()
         o = self.opts
         if not (0 < o.scale[0] <= o.scale[1]) or o.shift < 0 or o.votes < 1:
             raise ValueError(f"task settings need 0 < scale[0] <= scale[1], shift >= 0, votes >= 1; "

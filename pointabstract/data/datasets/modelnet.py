@@ -1,0 +1,362 @@
+"""ModelNet40 / ModelNet10 shape classification in the three layouts the archives unpack to.
+
+Layouts (detected under ``root`` itself, or under its subfolder with the standard name):
+
+- ``"hdf5"``: PointNet's ``modelnet40_ply_hdf5_2048/`` (2,048 points per shape, y up).
+- ``"resampled"``: PointNet++'s ``modelnet40_normal_resampled/`` (10,000 points + normals, y up).
+- ``"off"``: the original ``ModelNet40/`` meshes (z up, each in its own units), sampled once
+  into an HDF5 cache by :func:`pointabstract.data.datasets.off.prepare_off_cache`.
+
+:func:`point_indices` (the ``sampling`` argument) is shared with the ShapeNet loaders.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..categories import MODELNET10, MODELNET40
+from .base import LayoutNotFoundError, PointDataset
+from .checksums import check_columns, check_finite, read_h5
+from .off import find_meshes, prepare_off_cache, sample_mesh
+
+__all__ = ["LAYOUTS", "SAMPLINGS", "ModelNet10", "ModelNet40", "detect_layout", "list_folder",
+           "point_indices", "read_names"]
+
+LAYOUTS = ("hdf5", "resampled", "off")
+SAMPLINGS = ("first", "random", "fps")
+_SPLITS = ("train", "test")
+
+
+def check_sampling(sampling: str, num_points: int | None = None, undersized: str = "error") -> None:
+    """Validate the arguments every loader passes on to :func:`point_indices`."""
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    if num_points is not None and (not isinstance(num_points, int) or num_points < 1):
+        raise ValueError(f"num_points must be a positive int or None, got {num_points!r}")
+    if undersized not in ("error", "repeat"):
+        raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
+
+
+def point_indices(n: int, num_points: int | None, *, sampling: str = "first",
+                  rng: np.random.Generator | None = None, pos: np.ndarray | None = None,
+                  source: str = "sample", undersized: str = "error") -> np.ndarray:
+    """Indices of ``num_points`` of ``n`` stored points.
+
+    Args:
+        n: number of stored points N.
+        num_points: M <= N points to keep; None keeps all N in their stored order.
+        sampling: ``"first"`` (the first M, deterministic), ``"random"`` (uniformly without
+            replacement, drawn with ``rng``) or ``"fps"`` (farthest point sampling from point 0,
+            deterministic; needs ``pos``).
+        rng: the sample's generator (for ``"random"`` and ``undersized="repeat"``).
+        pos: (N, 3) coordinates, for ``"fps"``.
+        source: the file / sample named in the error raised when N < M.
+        undersized: when N < M, ``"error"`` raises, ``"repeat"`` returns all N points in a
+            random order followed by M - N of them drawn again uniformly (with ``rng``).
+
+    Returns:
+        idx: (M,) int64; ``idx[j]`` indexes the stored points; no index repeats unless N < M
+        and ``undersized="repeat"``.
+    """
+    check_sampling(sampling, undersized=undersized)
+    if rng is None and (sampling == "random" or undersized == "repeat"):
+        raise ValueError(f"rng is needed for sampling={sampling!r} / undersized={undersized!r}")
+    if sampling == "fps" and pos is None:
+        raise ValueError("pos (N, 3) is needed for sampling='fps'")
+    if num_points is None:
+        return np.arange(n)
+    if n < num_points:
+        if undersized == "repeat" and n > 0:
+            return np.concatenate([rng.permutation(n), rng.integers(0, n, num_points - n)])
+        raise ValueError(f"{source}: has {n} points, fewer than num_points={num_points} (points "
+                         "are repeated only with undersized='repeat'; or lower num_points)")
+    if sampling == "first":
+        return np.arange(num_points)
+    if sampling == "fps":
+        import torch
+
+        from ...ops import farthest_point_sample
+
+        cloud = torch.from_numpy(np.ascontiguousarray(pos, dtype=np.float32))[None]
+        return farthest_point_sample(cloud, num_points)[0].numpy()
+    return rng.choice(n, size=num_points, replace=False)  # "random"
+
+
+def list_folder(path: Path, limit: int = 20) -> str:
+    """A short listing of a folder for error messages (``a/, b.txt, ... and 3 more``)."""
+    if not path.is_dir():
+        return "(it does not exist)" if not path.exists() else "(it is a file, not a folder)"
+    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+    if not entries:
+        return "(empty)"
+    more = f", ... and {len(entries) - limit} more" if len(entries) > limit else ""
+    return ", ".join(entries[:limit]) + more
+
+
+def read_names(path: Path) -> list[str]:
+    """Non-blank stripped lines of a list file; an error names the file when it is unusable."""
+    if not path.is_file():
+        raise ValueError(f"{path}: file not found (in {list_folder(path.parent)})")
+    names = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    if not names:
+        raise ValueError(f"{path}: empty list")
+    seen = set()
+    for number, name in enumerate(names, start=1):
+        if name in seen:
+            raise ValueError(f"{path}: {name!r} listed twice (entry {number})")
+        seen.add(name)
+    return names
+
+
+def _h5_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("ply_data_*.h5"))
+
+
+def _looks_like(layout: str, folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    if layout == "hdf5":
+        return bool(_h5_files(folder)) and not (folder / "all_object_categories.txt").exists()
+    if layout == "resampled":
+        return (folder / "modelnet40_shape_names.txt").is_file()
+    return bool(find_meshes(folder, "train") or find_meshes(folder, "test"))
+
+
+def detect_layout(root: str | Path, *, layout: str | None = None,
+                  off_folders: tuple[str, ...] = ("ModelNet40",)) -> tuple[str, Path]:
+    """Find a ModelNet layout under ``root``: ``(layout name, the folder holding it)``.
+
+    ``root`` itself is tried first, then its subfolders with the standard names; layouts are
+    tried in the order of :data:`LAYOUTS` unless ``layout`` forces one.
+
+    Raises:
+        ValueError: listing the layouts looked for and what ``root`` contains.
+    """
+    root = Path(root)
+    if layout is not None and layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS} or None, got {layout!r}")
+    standard = {"hdf5": ("modelnet40_ply_hdf5_2048",), "resampled": ("modelnet40_normal_resampled",),
+                "off": off_folders}
+    wanted = LAYOUTS if layout is None else (layout,)
+    for candidate in [root] + [root / name for kind in wanted for name in standard[kind]]:
+        for kind in wanted:
+            if _looks_like(kind, candidate):
+                return kind, candidate
+    looked = {
+        "hdf5": "ply_data_{train,test}*.h5 + shape_names.txt (PointNet HDF5)",
+        "resampled": "modelnet40_shape_names.txt + modelnet40_{train,test}.txt + <class>/<id>.txt",
+        "off": "<class>/{train,test}/*.off meshes",
+    }
+    lines = [f"  - {looked[k]}, in {root} or {root}/{'|'.join(standard[k])}" for k in wanted]
+    raise LayoutNotFoundError(f"no ModelNet layout found under {root}; looked for:\n" + "\n".join(lines)
+                     + f"\nfound in {root}: {list_folder(root)}")
+
+
+class ModelNet40(PointDataset):
+    """ModelNet40: 12,311 CAD models in 40 classes (Wu et al., *3D ShapeNets*, CVPR 2015).
+
+    Source: https://modelnet.cs.princeton.edu (research / non-commercial use). Samples are
+    ``{"pos": (N, 3) float32, "label": int, "normal": (N, 3) float32 (with use_normals)}``;
+    ``label`` indexes :attr:`classes`. Reads whichever layout :func:`detect_layout` finds::
+
+        root/modelnet40_ply_hdf5_2048/       PointNet (Qi et al. 2017), 9,840 train / 2,468 test
+            ply_data_train{0..4}.h5            data (S, 2048, 3) float32, label (S, 1) int,
+            ply_data_test{0,1}.h5              optional normal (S, 2048, 3); y is up
+            shape_names.txt                    one class per line; label = line index
+        root/modelnet40_normal_resampled/    PointNet++ (Qi et al. 2017), 9,843 train / 2,468 test
+            modelnet40_shape_names.txt         one class per line; label = line index
+            modelnet40_{train,test}.txt        shape ids, e.g. night_stand_0001 (class = id
+                                               without its last _NNNN)
+            <class>/<id>.txt                   10,000 rows x,y,z,nx,ny,nz; y is up
+        root/ModelNet40/                     original meshes, 9,843 train / 2,468 test
+            <class>/{train,test}/<id>.off      z is up, each mesh in its own units; sampled
+                                               once into an HDF5 cache (mesh_points, cache_dir)
+
+    Coordinates are returned as stored: nothing is rotated to a common up axis or normalised
+    (use :mod:`pointabstract.data.transforms`). Every file read is validated (shapes, counts,
+    finite values, known class names, label range); errors name the file. No sample is
+    dropped or repeated: a split list naming a missing file is an error. HDF5 files and the
+    OFF cache are read into memory at construction; resampled ``.txt`` files are read per
+    sample, and with ``sampling="first"`` only their first ``num_points`` rows are read.
+
+    Args:
+        root: the folder holding one of the layouts (or the layout folder itself).
+        split: ``"train"`` or ``"test"``.
+        num_points: N points per sample (<= the points stored; None keeps all of them).
+        sampling: how the N points are picked, see :func:`point_indices`.
+        transform: ``(sample, rng) -> sample`` applied after loading.
+        seed: base seed of the per-sample generators.
+        use_normals: also return ``"normal"`` (the layout must have normals).
+        layout: force ``"hdf5"``, ``"resampled"`` or ``"off"`` instead of detecting.
+        mesh_points: points sampled per mesh into the OFF cache (with ``seed``; area-weighted,
+            face normals; see :func:`~pointabstract.data.datasets.off.prepare_off_cache`).
+        cache_dir: where the OFF cache is written (default: the mesh folder).
+        resample_meshes: OFF layout only: sample every mesh afresh at each access (with the
+            sample's generator, so per epoch) instead of reading the cache. Slow.
+        progress: show a progress bar while building the OFF cache.
+
+    Attributes:
+        layout, folder: the layout read and the folder holding it.
+        classes: class names; ``labels``: (S,) int64 label of each sample.
+        sources: the file (and sample) each sample comes from, as named in errors.
+    """
+
+    subset: tuple[str, ...] | None = None  # a class subset, re-numbered in this order
+    off_folders: tuple[str, ...] = ("ModelNet40",)
+
+    def __init__(self, root: str | Path, split: str = "train", *, num_points: int | None = 1024,
+                 sampling: str = "first", transform=None, seed: int = 0, use_normals: bool = False,
+                 layout: str | None = None, mesh_points: int = 2048, cache_dir: str | Path | None = None,
+                 resample_meshes: bool = False, progress: bool = True):
+        super().__init__(transform=transform, seed=seed)
+        if split not in _SPLITS:
+            raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
+        check_sampling(sampling, num_points)
+        self.root, self.split, self.num_points, self.sampling = Path(root), split, num_points, sampling
+        self.use_normals, self.resample_meshes, self.mesh_points = use_normals, resample_meshes, mesh_points
+        self.layout, self.folder = detect_layout(root, layout=layout, off_folders=self.off_folders)
+        self._pos = self._normal = self._files = None
+        if self.layout == "hdf5":
+            classes, labels, self.sources = self._read_hdf5()
+        elif self.layout == "resampled":
+            classes, labels, self.sources = self._read_resampled_lists()
+        else:
+            classes, labels, self.sources = self._read_off(cache_dir, progress)
+        self._select_subset(classes, labels)
+
+    # -- layouts -------------------------------------------------------------------------------
+    def _read_hdf5(self):
+        classes = read_names(self.folder / "shape_names.txt")
+        pattern = re.compile(rf"ply_data_{self.split}_?\d*\.h5")
+        files = [f for f in _h5_files(self.folder) if pattern.fullmatch(f.name)]
+        if not files:
+            raise ValueError(f"{self.folder}: no ply_data_{self.split}*.h5 file (found "
+                             f"{list_folder(self.folder)})")
+        files.sort(key=lambda f: int(re.sub(r"\D", "", f.stem) or 0))
+        pos, normal, labels, sources = [], [], [], []
+        for path in files:
+            arrays = read_h5(path, required={"data": (None, None, 3), "label": (None, None)},
+                             optional={"normal": (None, None, 3)} if self.use_normals else None)
+            data, label = arrays["data"], arrays["label"]
+            if label.shape[1] != 1:
+                raise ValueError(f"{path}: dataset 'label' has shape {label.shape}, expected (S, 1)")
+            check_finite(str(path), data, name="point", unit="sample")
+            if self.use_normals:
+                if "normal" not in arrays or arrays["normal"].shape != data.shape:
+                    raise ValueError(f"{path}: use_normals=True but no dataset 'normal' of shape "
+                                     f"{data.shape} (found {sorted(arrays)})")
+                check_finite(str(path), arrays["normal"], name="normal", unit="sample")
+                normal.append(arrays["normal"].astype(np.float32))
+            self._check_labels(path, label[:, 0], len(classes))
+            pos.append(data.astype(np.float32))
+            labels.append(label[:, 0].astype(np.int64))
+            sources += [f"{path} sample {i}" for i in range(len(data))]
+        self._pos = np.concatenate(pos)
+        self._normal = np.concatenate(normal) if self.use_normals else None
+        return classes, np.concatenate(labels), sources
+
+    @staticmethod
+    def _check_labels(source, labels: np.ndarray, num_classes: int) -> None:
+        bad = np.flatnonzero((labels < 0) | (labels >= num_classes))
+        if len(bad):
+            raise ValueError(f"{source}: label {labels[bad[0]]} of sample {bad[0]} is outside "
+                             f"[0, {num_classes}) (the classes of the shape names file)")
+
+    def _read_resampled_lists(self):
+        classes = read_names(self.folder / "modelnet40_shape_names.txt")
+        index = {name: i for i, name in enumerate(classes)}
+        listing = self.folder / f"modelnet40_{self.split}.txt"
+        labels, files = [], []
+        for number, shape_id in enumerate(read_names(listing), start=1):
+            match = re.fullmatch(r"(.+)_(\d+)", shape_id)
+            if match is None or match.group(1) not in index:
+                raise ValueError(f"{listing}: entry {number} {shape_id!r}: unknown class "
+                                 f"{match.group(1) if match else shape_id!r} (not in "
+                                 "modelnet40_shape_names.txt)")
+            path = self.folder / match.group(1) / f"{shape_id}.txt"
+            if not path.is_file():
+                raise ValueError(f"{listing}: entry {number} {shape_id!r}: file {path} not found")
+            labels.append(index[match.group(1)])
+            files.append(path)
+        self._files = files
+        return classes, np.array(labels, dtype=np.int64), [str(f) for f in files]
+
+    def _load_resampled(self, path: Path) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.num_points if self.sampling == "first" else None
+        try:
+            table = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=2, max_rows=rows)
+        except ValueError as err:
+            raise ValueError(f"{path}: cannot parse x,y,z,nx,ny,nz rows ({err})") from None
+        check_columns(str(path), table, columns=6, what="x,y,z,nx,ny,nz")
+        check_finite(str(path), table[:, :6], name="value", unit="line", first=1)
+        return table[:, :3], table[:, 3:6]
+
+    def _read_off(self, cache_dir, progress):
+        known = MODELNET10 if self.folder.name == "ModelNet10" else MODELNET40
+        if self.resample_meshes:
+            files = find_meshes(self.folder, self.split)
+            classes, labels = list(known), []
+            for path in files:
+                if path.parents[1].name not in known:
+                    raise ValueError(f"{path}: unknown class folder {path.parents[1].name!r}")
+                labels.append(known.index(path.parents[1].name))
+            self._files = files
+            return classes, np.array(labels, dtype=np.int64), [str(f) for f in files]
+        cache = prepare_off_cache(self.folder, self.split, classes=known, mesh_points=self.mesh_points,
+                                  seed=self.seed, cache_dir=cache_dir, progress=progress)
+        shape = (None, self.mesh_points, 3)
+        arrays = read_h5(cache, required={"data": shape, "label": (None,), "source": (None,),
+                                          **({"normal": shape} if self.use_normals else {})})
+        self._pos = arrays["data"]
+        self._normal = arrays["normal"] if self.use_normals else None
+        sources = [str(self.folder / s.decode()) for s in arrays["source"]]
+        return list(known), arrays["label"].astype(np.int64), sources
+
+    def _select_subset(self, classes: list[str], labels: np.ndarray) -> None:
+        keep = np.arange(len(labels))
+        if self.subset is not None:
+            missing = [c for c in self.subset if c not in classes]
+            if missing:
+                raise ValueError(f"{self.folder}: the class list lacks {missing} of {type(self).__name__}")
+            remap = np.array([self.subset.index(c) if c in self.subset else -1 for c in classes])
+            keep = np.flatnonzero(remap[labels] >= 0)
+            labels, classes = remap[labels[keep]], list(self.subset)
+        self.classes: tuple[str, ...] = tuple(classes)
+        self.labels: np.ndarray = labels.astype(np.int64)
+        self._rows = keep  # row of each sample in the stored arrays / file list
+        self.sources = [self.sources[i] for i in keep]
+
+    # -- samples -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def load(self, index: int, rng: np.random.Generator) -> dict:
+        row, source = self._rows[index], self.sources[index]
+        if self._pos is not None:
+            pos, normal = self._pos[row], self._normal[row] if self._normal is not None else None
+        elif self.layout == "resampled":
+            pos, normal = self._load_resampled(self._files[row])
+        else:
+            pos, normal = sample_mesh(self._files[row], self.mesh_points, rng=rng)
+        idx = point_indices(len(pos), self.num_points, sampling=self.sampling, rng=rng, pos=pos,
+                            source=source)
+        sample = {"pos": np.ascontiguousarray(pos[idx], dtype=np.float32), "label": int(self.labels[index])}
+        if self.use_normals:
+            sample["normal"] = np.ascontiguousarray(normal[idx], dtype=np.float32)
+        return sample
+
+
+class ModelNet10(ModelNet40):
+    """ModelNet10: the 10-class subset of ModelNet40, labels 0-9 in ``MODELNET10`` order.
+
+    3,991 train / 908 test shapes. Reads the same layouts as :class:`ModelNet40` (keeping the
+    shapes of the 10 classes), and also the original ``ModelNet10/<class>/{train,test}/*.off``
+    meshes (source: http://3dvision.princeton.edu/projects/2014/3DShapeNets/ModelNet10.zip),
+    which are tried before ``ModelNet40/``. Arguments as for :class:`ModelNet40`.
+    """
+
+    subset = MODELNET10
+    off_folders = ("ModelNet10", "ModelNet40")
