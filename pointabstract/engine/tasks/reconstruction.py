@@ -97,14 +97,13 @@ class ReconstructionTask:
                 ds = cls(d.root, split, sampling="random", undersized=self.s.undersized, **common)
                 self.category_names = (list(ds.category_names) if cls is ShapeNetCore
                                        else [c.name for c in _part_categories()])
-        except LayoutNotFoundError as err:
+        except (LayoutNotFoundError, ValueError) as err:
+            # ShapeNetCore re-raises a missing ShapeNetPart layout as a plain ValueError
+            if not any(isinstance(e, LayoutNotFoundError) for e in (err, err.__context__)):
+                raise
             raise MissingDatasetError(
                 f"{err}\nFor the built-in synthetic data run: pointabstract data synth --out {d.root}"
             ) from None
-        except ValueError as err:  # ShapeNetCore re-raises a missing layout as a ValueError
-            if isinstance(err.__context__, LayoutNotFoundError):
-                raise MissingDatasetError(str(err)) from None
-            raise
         self.has_parts = d.dataset == "shapenet_part"
         return ds
 
