@@ -90,6 +90,10 @@ def test_evaluate_metrics_and_report(synth, tmp_path):
     assert 0 <= metrics["fscore"] <= 1 and 0 < metrics["purity"] <= 1
     counts = np.array(metrics["capsule_parts"]["counts"])
     assert counts.shape == (4, len(metrics["capsule_parts"]["parts"])) and counts.sum() == 16 * 64
+    ranked = want.sort().values.tolist()
+    kept = [(e["kind"], e["cd"]) for e in task._examples]
+    assert [k for k, _ in kept] == ["best", "best", "worst", "worst"]
+    assert [c for _, c in kept] == pytest.approx(ranked[:2] + ranked[::-1][:2], rel=1e-5)
     lines = task.report(metrics, tmp_path)
     assert (tmp_path / "reconstructions.png").stat().st_size > 0
     text = "\n".join(lines)

@@ -127,7 +127,7 @@ class ReconstructionTask:
         sums = torch.zeros(k, 3, dtype=torch.float64)  # per category: chamfer, fscore, shapes
         purity = torch.zeros(2, dtype=torch.float64)  # sum of shape purities, shapes
         table = None  # (L, parts) decoded points of each capsule in each part
-        shapes = []
+        shapes, seen = [], 0  # only the best and worst task.examples shapes are kept
         for batch in loader:
             pos = batch["pos"].to(device)
             with autocast():
@@ -144,12 +144,15 @@ class ReconstructionTask:
             index = out["capsule_index"].cpu()
             shapes += [{"cd": float(c), "input": p.cpu().numpy(), "output": q.cpu().numpy(), "index": index}
                        for c, p, q in zip(cd, pos, points)]
+            seen += len(cd)
+            shapes.sort(key=lambda e: e["cd"])
+            if len(shapes) > 2 * self.s.examples:
+                shapes = shapes[:self.s.examples] + shapes[len(shapes) - self.s.examples:]
         sums, purity = _all_reduce(sums), _all_reduce(purity)
         model.train()
-        order = sorted(range(len(shapes)), key=lambda i: shapes[i]["cd"])
-        n = min(self.s.examples, len(shapes) // 2)
-        self._examples = [dict(shapes[i], kind="best") for i in order[:n]] + \
-                         [dict(shapes[i], kind="worst") for i in order[::-1][:n]]
+        n = min(self.s.examples, seen // 2)
+        self._examples = [dict(e, kind="best") for e in shapes[:n]] + \
+                         [dict(e, kind="worst") for e in shapes[::-1][:n]]
         return self._metrics(sums, purity, table)
 
     def _metrics(self, sums, purity, table) -> dict:
