@@ -1,0 +1,302 @@
+"""The reconstruction task: point-cloud autoencoders trained with the Chamfer distance.
+
+Data: ModelNet40 / ModelNet10 layouts (the synthetic sets included), ShapeNetPart (any
+layout; part labels give the capsule part purity) and ShapeNetCore (PLY or ShapeNetPart
+layouts); every cloud is centred and scaled into the unit sphere.
+
+Loss and ``chamfer`` metric: the 3D-PointCapsNet / pytorch3d Chamfer distance, squared
+Euclidean distances to the nearest neighbour averaged over each cloud's points, the two
+directions summed (units: squared unit-sphere radii). Reports show it x 1e-3.
+``fscore``: the F-score at ``task.fscore_threshold`` (plain Euclidean distance, unit-sphere
+radii): the harmonic mean of the share of decoded points within the threshold of an input
+point (precision) and the share of input points within it of a decoded point (recall).
+``purity`` (part-labelled data): each decoded point takes the part of its nearest input point;
+a capsule's purity is the share of its points in its majority part; averaged over capsules
+(that decoded any point) and shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ...ops import chamfer_distance, knn
+from .base import MissingDatasetError
+
+__all__ = ["ReconstructionSettings", "ReconstructionTask"]
+
+DATASETS = ("modelnet40", "modelnet10", "shapenet_part", "shapenet_core")
+AUGMENTATIONS = ("none", "rotate_up")
+
+
+@dataclass
+class ReconstructionSettings:
+    augment: str = "none"  # training augmentation after normalising: none | rotate_up (about y)
+    fscore_threshold: float = 0.05  # F-score distance, unit-sphere radii (not squared)
+    undersized: str = "repeat"  # ShapeNet shapes with fewer points than data.num_points: repeat | error
+    examples: int = 3  # best and worst shapes drawn in the report
+
+
+class ReconstructionTask:
+    """Autoencoding point clouds; see the module docstring for data, loss and metrics.
+
+    Args:
+        cfg: the run configuration (``data.*``: dataset, root, points, batch sizes;
+            ``cfg.task_config()``: :class:`ReconstructionSettings`).
+    """
+
+    name = "reconstruction"
+    settings = ReconstructionSettings
+    metric = "chamfer"
+    mode = "min"
+
+    def __init__(self, cfg):
+        s = cfg.task_config()
+        if s.augment not in AUGMENTATIONS:
+            raise ValueError(f"task.augment must be one of {list(AUGMENTATIONS)}, got {s.augment!r}")
+        if not s.fscore_threshold > 0:
+            raise ValueError(f"task.fscore_threshold must be > 0, got {s.fscore_threshold}")
+        if s.undersized not in ("repeat", "error"):
+            raise ValueError(f"task.undersized must be 'repeat' or 'error', got {s.undersized!r}")
+        if s.examples < 0:
+            raise ValueError(f"task.examples must be >= 0, got {s.examples}")
+        self.cfg, self.s = cfg, s
+        self.category_names: list[str] = []
+        self.has_parts = False
+        self._examples: list[dict] = []
+
+    # --- data -----------------------------------------------------------------------------
+
+    def transform(self, train: bool):
+        from ...data import Compose, NormalizeUnitSphere, RandomRotate
+
+        steps = [NormalizeUnitSphere()]
+        if train and self.s.augment == "rotate_up":
+            steps.append(RandomRotate("y"))
+        return Compose(steps)
+
+    def dataset(self, split: str, *, train: bool):
+        """The dataset of ``split``, normalised to the unit sphere (augmented when ``train``)."""
+        from ...data import ModelNet10, ModelNet40, ShapeNetCore, ShapeNetPart
+        from ...data.base import LayoutNotFoundError
+
+        d = self.cfg.data
+        if d.dataset not in DATASETS:
+            raise ValueError(f"data.dataset must be one of {list(DATASETS)} for reconstruction, "
+                             f"got {d.dataset!r}")
+        common = {"num_points": d.num_points, "transform": self.transform(train), "seed": self.cfg.seed}
+        try:
+            if d.dataset.startswith("modelnet"):
+                cls = ModelNet40 if d.dataset == "modelnet40" else ModelNet10
+                ds = cls(d.root, split, sampling=d.sampling if train else "first", **common)
+                self.category_names = list(ds.classes)
+            else:  # ShapeNet layouts store points in a fixed order: always draw a random subset
+                cls = ShapeNetPart if d.dataset == "shapenet_part" else ShapeNetCore
+                ds = cls(d.root, split, sampling="random", undersized=self.s.undersized, **common)
+                self.category_names = (list(ds.category_names) if cls is ShapeNetCore
+                                       else [c.name for c in _part_categories()])
+        except (LayoutNotFoundError, ValueError) as err:
+            # ShapeNetCore re-raises a missing ShapeNetPart layout as a plain ValueError
+            if not any(isinstance(e, LayoutNotFoundError) for e in (err, err.__context__)):
+                raise
+            raise MissingDatasetError(
+                f"{err}\nFor the built-in synthetic data run: pointabstract data synth --out {d.root}"
+            ) from None
+        self.has_parts = d.dataset == "shapenet_part"
+        return ds
+
+    def model_args(self) -> dict:
+        """Nothing in an autoencoder's config depends on the data."""
+        return {}
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
+        pos = batch["pos"].to(device, non_blocking=True)
+        points = model(pos)["points"]
+        return chamfer_distance(points.float(), pos.float()), {}
+
+    @torch.no_grad()
+    def evaluate(self, model, loader, device, *, autocast) -> dict:
+        """Chamfer distance, F-score and (part-labelled data) capsule purity over ``loader``;
+        sums are reduced over processes, the drawn examples come from this process's shards."""
+        model.eval()
+        k = len(self.category_names)
+        sums = torch.zeros(k, 3, dtype=torch.float64)  # per category: chamfer, fscore, shapes
+        purity = torch.zeros(2, dtype=torch.float64)  # sum of shape purities, shapes
+        table = None  # (L, parts) decoded points of each capsule in each part
+        shapes, seen = [], 0  # only the best and worst task.examples shapes are kept
+        for batch in loader:
+            pos = batch["pos"].to(device)
+            with autocast():
+                out = model(pos)
+            points = out["points"].float()
+            cd, fs = reconstruction_scores(points, pos.float(), threshold=self.s.fscore_threshold)
+            cat = batch["category"] if "category" in batch else batch["label"]
+            sums.index_add_(0, cat, torch.stack([cd.cpu(), fs.cpu(), torch.ones_like(cd.cpu())], 1).double())
+            if self.has_parts:
+                shape_purity, counts = capsule_purity(points, pos.float(), batch["part"].to(device),
+                                                      out["capsule_index"], num_parts=_num_parts())
+                purity += torch.tensor([shape_purity.sum().item(), len(shape_purity)], dtype=torch.float64)
+                table = counts.sum(0) if table is None else table + counts.sum(0)
+            index = out["capsule_index"].cpu()
+            shapes += [{"cd": float(c), "input": p.cpu().numpy(), "output": q.cpu().numpy(), "index": index}
+                       for c, p, q in zip(cd, pos, points)]
+            seen += len(cd)
+            shapes.sort(key=lambda e: e["cd"])
+            if len(shapes) > 2 * self.s.examples:
+                shapes = shapes[:self.s.examples] + shapes[len(shapes) - self.s.examples:]
+        sums, purity = _all_reduce(sums), _all_reduce(purity)
+        model.train()
+        n = min(self.s.examples, seen // 2)
+        self._examples = [dict(e, kind="best") for e in shapes[:n]] + \
+                         [dict(e, kind="worst") for e in shapes[::-1][:n]]
+        return self._metrics(sums, purity, table)
+
+    def _metrics(self, sums, purity, table) -> dict:
+        total = sums.sum(0)
+        count = max(1.0, float(total[2]))
+        per_cat = {name: (float(sums[i, 0] / sums[i, 2]) if sums[i, 2] > 0 else None)
+                   for i, name in enumerate(self.category_names)}
+        metrics = {"chamfer": float(total[0] / count), "fscore": float(total[1] / count),
+                   "fscore_threshold": self.s.fscore_threshold, "per_category_chamfer": per_cat,
+                   "samples": int(total[2]),
+                   "chamfer_units": "squared Euclidean, unit-sphere radii; mean per direction, summed"}
+        if self.has_parts:
+            metrics["purity"] = float(purity[0] / max(1.0, float(purity[1])))
+            used = table.sum(0) > 0
+            metrics["capsule_parts"] = {"parts": torch.nonzero(used).flatten().tolist(),
+                                        "counts": table[:, used].tolist()}
+        return metrics
+
+    # --- records --------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return {"category_names": list(self.category_names)}
+
+    def check_restore(self, state: dict, where: str) -> None:
+        """Any point clouds can be reconstructed: only the saved state's form is checked."""
+        if not isinstance(state.get("category_names", []), list):
+            raise ValueError(f"{where}: reconstruction state must hold a list 'category_names'")
+
+    def summary(self, metrics: dict) -> str:
+        text = (f"test Chamfer distance {metrics['chamfer'] * 1e3:.3f} x 1e-3 (squared L2), "
+                f"F-score@{metrics['fscore_threshold']:g} {metrics['fscore']:.3f}")
+        if "purity" in metrics:
+            text += f", capsule part purity {metrics['purity']:.3f}"
+        return text
+
+    def curves(self) -> dict[str, list[str]]:
+        return {"Chamfer distance (squared L2)": ["train_loss", "test_chamfer"], "F-score": ["test_fscore"]}
+
+    def report(self, metrics: dict, out: Path) -> list[str]:
+        lines = [f"- {metrics['samples']} test shapes, normalised to the unit sphere",
+                 f"- **Chamfer distance {metrics['chamfer'] * 1e3:.3f} x 1e-3** (squared Euclidean "
+                 "distances, mean per direction, directions summed; pytorch3d / 3D-PointCapsNet convention)",
+                 f"- F-score at distance {metrics['fscore_threshold']:g} (unit-sphere radii): "
+                 f"{metrics['fscore']:.3f}"]
+        if "purity" in metrics:
+            lines.append(f"- capsule part purity {metrics['purity']:.3f} (decoded points take the part of "
+                         "their nearest input point)")
+        if self._examples:
+            _draw_examples(self._examples, Path(out) / "reconstructions.png")
+            lines += ["", "Best and worst reconstructions (input left, output right, coloured by capsule):",
+                      "", "![reconstructions](reconstructions.png)"]
+        rows = [f"| {name} | {'n/a' if v is None else f'{v * 1e3:.3f}'} |"
+                for name, v in metrics["per_category_chamfer"].items() if v is not None]
+        return [*lines, "", "| category | Chamfer x 1e-3 |", "|---|---:|", *rows]
+
+
+def reconstruction_scores(points: torch.Tensor, pos: torch.Tensor, *, threshold: float):
+    """Per-shape Chamfer distance (squared, mean per direction, summed) and F-score.
+
+    Args:
+        points: (B, M, 3) reconstructions. pos: (B, N, 3) inputs. threshold: F-score distance.
+
+    Returns:
+        chamfer (B,), fscore (B,) (0 where precision and recall are both 0).
+    """
+    d_out, d_in = chamfer_distance(points, pos, squared=False, point_reduction=None, batch_reduction=None)
+    chamfer = (d_out ** 2).mean(1) + (d_in ** 2).mean(1)
+    precision = (d_out < threshold).double().mean(1)
+    recall = (d_in < threshold).double().mean(1)
+    f = torch.where(precision + recall > 0, 2 * precision * recall / (precision + recall).clamp(min=1e-12),
+                    torch.zeros_like(precision))
+    return chamfer.double(), f
+
+
+def capsule_purity(points, pos, part, capsule_index, *, num_parts: int):
+    """Part purity of every shape's capsules.
+
+    Args:
+        points: (B, M, 3) decoded points. pos: (B, N, 3) inputs. part: (B, N) int64 part ids.
+        capsule_index: (M,) int64 capsule that decoded each point. num_parts: part id bound.
+
+    Returns:
+        purity (B,): mean over capsules with points of (majority part count / points);
+        counts (B, L, num_parts) int64: decoded points of each capsule in each part.
+    """
+    _, idx = knn(points, pos, 1)
+    labels = part.gather(1, idx[..., 0])  # (B, M): part of the nearest input point
+    caps = int(capsule_index.max()) + 1
+    flat = capsule_index.to(labels.device).unsqueeze(0) * num_parts + labels  # (B, M)
+    counts = torch.zeros(labels.shape[0], caps * num_parts, dtype=torch.int64, device=labels.device)
+    counts = counts.scatter_add_(1, flat, torch.ones_like(flat)).view(-1, caps, num_parts)
+    size = counts.sum(-1)  # (B, L)
+    share = counts.amax(-1) / size.clamp(min=1)
+    used = (size > 0).double()
+    return ((share * used).sum(1) / used.sum(1)).cpu(), counts.cpu()
+
+
+def capsule_purity_naive(points, pos, part, capsule_index):
+    """Reference (tests only): plain loops and full distance matrices; returns purity (B,)."""
+    out = []
+    for b in range(points.shape[0]):
+        nearest = torch.cdist(points[b].double(), pos[b].double()).argmin(1)
+        shares = []
+        for cap in capsule_index.unique():
+            labels = part[b][nearest[capsule_index == cap]].tolist()
+            if labels:
+                shares.append(max(labels.count(x) for x in set(labels)) / len(labels))
+        out.append(sum(shares) / len(shares))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def _part_categories():
+    from ...data import SHAPENET_PART
+
+    return SHAPENET_PART
+
+
+def _num_parts() -> int:
+    return max(max(c.parts) for c in _part_categories()) + 1
+
+
+def _all_reduce(t: torch.Tensor) -> torch.Tensor:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        t = t.clone()
+        torch.distributed.all_reduce(t)
+    return t
+
+
+def _draw_examples(examples: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(6, 3 * len(examples)))
+    for row, ex in enumerate(examples):
+        for col, (cloud, style) in enumerate([(ex["input"], {"c": "0.4"}),
+                                              (ex["output"], {"c": ex["index"].numpy(), "cmap": "tab20"})]):
+            ax = fig.add_subplot(len(examples), 2, 2 * row + col + 1, projection="3d")
+            ax.scatter(cloud[:, 0], cloud[:, 2], cloud[:, 1], s=1, **style)
+            ax.set_axis_off()
+            ax.set_title(f"{ex['kind']}: CD {ex['cd'] * 1e3:.2f}e-3" if col == 0 else "reconstruction",
+                         fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+

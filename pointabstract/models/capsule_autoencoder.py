@@ -1,0 +1,184 @@
+"""3D point-capsule autoencoder (Zhao et al. 2019) with a swappable routing (Wu et al. 2021, 4.3).
+
+    pos (B, N, 3) -> primary capsules (B, P, D) -> routing -> latent capsules (B, L, D')
+        -> patch decoder -> points (B, N_out, 3), N_out = L * (num_points // L)
+
+Every latent capsule decodes its own patch of ``S = num_points // L`` points, AtlasNet style:
+an MLP maps (capsule, 2D sample of the unit square) to a 3D point. Training draws the 2D
+samples at random (as the original); evaluation uses a fixed, evenly spread set, so outputs are
+deterministic. ``decoders`` sets how many MLPs share the work: 0 gives every one of the S point
+slots its own MLP, each decoding one point per capsule (3D-PointCapsNet's ``CapsDecoder``);
+1 shares one MLP over all points (AtlasNet with one patch MLP). The cost per point is the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..nn.capsules import PrimaryPointCapsules
+from ..nn.routing import ROUTINGS, build_routing
+from .spec import ModelSpec
+
+__all__ = ["SPECS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "PatchDecoder", "fixed_grid"]
+
+MIN_POINTS = 8  # fewer input points than this is refused
+
+
+@dataclass
+class CapsuleAutoencoderConfig:
+    routing: str = "dynamic"  # primary -> latent capsules: dynamic | em | centroid
+    primary_caps: int = 1024  # P primary capsules
+    primary_dim: int = 16  # D primary capsule dimension (= branches of the primary layer)
+    latent_caps: int = 64  # L latent capsules
+    latent_dim: int = 64  # D' latent capsule dimension
+    num_points: int = 2048  # decoded points (each capsule decodes num_points // L of them)
+    iters: int = 3  # routing iterations (T for centroid routing)
+    heads: int = 4  # attention heads of the centroid routing (dividing latent_dim)
+    encoder_dims: tuple[int, ...] = (64, 128)  # shared per-point MLP before the primary capsules
+    decoders: int = 0  # decoder MLPs: 0 = one per point slot (3D-PointCapsNet), 1 = one shared
+    chunk: int = 2  # primary-capsule branches evaluated together (memory only)
+
+
+def fixed_grid(count: int, *, dtype=torch.float32, device=None) -> torch.Tensor:
+    """(count, 2) evenly spread points of the unit square (an R2 / golden-ratio lattice):
+    the decoder's 2D samples in evaluation mode."""
+    i = torch.arange(count, dtype=torch.float64, device=device)
+    golden = (math.sqrt(5) - 1) / 2
+    return torch.stack([(i + 0.5) / count, (0.5 + i * golden) % 1.0], -1).to(dtype)
+
+
+class PatchDecoder(nn.Module):
+    """Latent capsules (B, L, D') -> points (B, L * S, 3), capsule-major (capsule l decoded
+    points ``l * S .. (l + 1) * S - 1``).
+
+    Each point is ``MLP_g([capsule, sample])``: layers (D'+2) -> (D'+2) -> (D'+2)/2 ->
+    (D'+2)/4 -> 3 with BatchNorm + ReLU and a final tanh (the 3D-PointCapsNet PointGenCon).
+    The S samples of a capsule are split into G = ``decoders`` equal groups, group g decoded by
+    MLP g (G = S when ``decoders=0``).
+
+    Args:
+        dim: D'. points_per_capsule: S. decoders: G (a divisor of S) or 0.
+    """
+
+    def __init__(self, dim: int, points_per_capsule: int, *, decoders: int = 0):
+        super().__init__()
+        groups = points_per_capsule if decoders == 0 else decoders
+        if groups < 1 or points_per_capsule % groups:
+            raise ValueError(f"decoders must be 0 or divide the points per capsule "
+                             f"({points_per_capsule}), got {decoders}")
+        c = dim + 2
+        dims = [c, c, c // 2, c // 4, 3]
+        self.groups, self.points_per_capsule = groups, points_per_capsule
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        self.norms = nn.ModuleList()
+        for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+            bound = 1 / math.sqrt(a)
+            self.weights.append(nn.Parameter(torch.empty(groups, a, b).uniform_(-bound, bound)))
+            self.biases.append(nn.Parameter(torch.empty(groups, 1, b).uniform_(-bound, bound)))
+            if i < len(dims) - 2:
+                self.norms.append(nn.BatchNorm1d(groups * b))
+
+    def samples(self, batch: int, caps: int, like: torch.Tensor) -> torch.Tensor:
+        """(B, L, S, 2) 2D samples: uniform at random in training, :func:`fixed_grid` in eval."""
+        s = self.points_per_capsule
+        if self.training:
+            return torch.rand(batch, caps, s, 2, dtype=like.dtype, device=like.device)
+        return fixed_grid(s, dtype=like.dtype, device=like.device).expand(batch, caps, s, 2)
+
+    def forward(self, v: torch.Tensor) -> torch.Tensor:
+        """v: (B, L, D') -> points (B, L * S, 3)."""
+        batch, caps, dim = v.shape
+        s, g = self.points_per_capsule, self.groups
+        grid = self.samples(batch, caps, v)  # (B, L, S, 2)
+        x = torch.cat([v.unsqueeze(2).expand(-1, -1, s, -1), grid], -1)  # (B, L, S, D'+2)
+        x = x.view(batch, caps, g, s // g, dim + 2).permute(2, 0, 1, 3, 4)  # (G, B, L, S/G, D'+2)
+        x = x.reshape(g, -1, dim + 2)  # (G, B L S/G, D'+2)
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.baddbmm(b, x, w)  # (G, B L S/G, C_i)
+            if i < len(self.norms):
+                rows = x.shape[1]
+                x = self.norms[i](x.permute(1, 0, 2).reshape(rows, -1))  # (B L S/G, G C_i)
+                x = torch.relu(x).view(rows, g, -1).permute(1, 0, 2)
+        x = torch.tanh(x).view(g, batch, caps, s // g, 3).permute(1, 2, 0, 3, 4)  # (B, L, G, S/G, 3)
+        return x.reshape(batch, caps * s, 3)
+
+
+def _check_pos(pos) -> None:
+    if not isinstance(pos, torch.Tensor) or not pos.is_floating_point():
+        raise TypeError(f"pos must be a floating-point tensor, got {type(pos).__name__} "
+                        f"{getattr(pos, 'dtype', '')}")
+    if pos.dim() != 3 or pos.shape[-1] != 3:
+        raise ValueError(f"pos must have shape (B, N, 3), got {tuple(pos.shape)}")
+    if pos.shape[1] < MIN_POINTS:
+        raise ValueError(f"pos must hold at least {MIN_POINTS} points per cloud, got N = {pos.shape[1]}")
+    if not torch.isfinite(pos).all():
+        raise ValueError("pos contains NaN or Inf values")
+
+
+class CapsuleAutoencoder(nn.Module):
+    """Point-capsule autoencoder; see the module docstring. Build from a
+    :class:`CapsuleAutoencoderConfig` (or by registry name)."""
+
+    def __init__(self, cfg: CapsuleAutoencoderConfig):
+        super().__init__()
+        if cfg.routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {list(ROUTINGS)}, got {cfg.routing!r}")
+        if cfg.num_points < cfg.latent_caps:
+            raise ValueError(f"num_points ({cfg.num_points}) must be at least latent_caps "
+                             f"({cfg.latent_caps})")
+        self.cfg = cfg
+        self.primary = PrimaryPointCapsules(cfg.primary_caps, cfg.primary_dim, hidden=cfg.encoder_dims,
+                                            chunk=cfg.chunk)
+        self.routing = build_routing(cfg.routing, cfg.primary_caps, cfg.primary_dim, cfg.latent_caps,
+                                     cfg.latent_dim, iters=cfg.iters, heads=cfg.heads)
+        per_capsule = cfg.num_points // cfg.latent_caps
+        self.decoder = PatchDecoder(cfg.latent_dim, per_capsule, decoders=cfg.decoders)
+        self.register_buffer("capsule_index", torch.arange(cfg.latent_caps).repeat_interleave(per_capsule),
+                             persistent=False)
+
+    def encode(self, pos: torch.Tensor):
+        """pos (B, N, 3) -> latent capsules (B, L, D'), assignments (B, P, L), primary (B, P, D)."""
+        _check_pos(pos)
+        primary = self.primary(pos)
+        v, assignments = self.routing(primary)
+        return v, assignments, primary
+
+    def forward(self, pos: torch.Tensor, *, return_features: bool = False) -> dict:
+        """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "capsules": (B, L, D'),
+        "capsule_index": (N_out,) int64 capsule that decoded each output point,
+        "assignments": (B, P, L)}``; ``return_features`` adds ``"primary"`` (B, P, D)."""
+        v, assignments, primary = self.encode(pos)
+        out = {"points": self.decoder(v), "capsules": v, "capsule_index": self.capsule_index,
+               "assignments": assignments}
+        if return_features:
+            out["primary"] = primary
+        return out
+
+
+_AE = (CapsuleAutoencoder, CapsuleAutoencoderConfig, "reconstruction")
+_SMALL = {"primary_caps": 512, "primary_dim": 16, "latent_caps": 12, "latent_dim": 128}
+_BASE = {"primary_caps": 1024, "primary_dim": 16, "latent_caps": 64, "latent_dim": 64}
+# trains in about two minutes on 2 CPU cores (see the report of `pointabstract train`)
+_DEMO = {"primary_caps": 64, "primary_dim": 8, "latent_caps": 8, "latent_dim": 32, "num_points": 512,
+         "encoder_dims": (32, 64), "decoders": 1}
+_TINY = {"primary_caps": 16, "primary_dim": 4, "latent_caps": 4, "latent_dim": 8, "num_points": 64,
+         "encoder_dims": (8, 16), "decoders": 2, "heads": 2}
+_NAMES = {"dr": "dynamic", "em": "em", "ca": "centroid"}
+_WHAT = {"dr": "dynamic routing", "em": "EM routing", "ca": "centroid attention (linear init, T = 3)"}
+
+SPECS = {
+    **{f"capsule_ae_small_{k}": ModelSpec(*_AE, {**_SMALL, "routing": r}, tiny=_TINY,
+                                          doc=f"512 x 16 primary -> 12 x 128 latent capsules, {_WHAT[k]}")
+       for k, r in _NAMES.items()},
+    **{f"capsule_ae_base_{k}": ModelSpec(*_AE, {**_BASE, "routing": r}, tiny=_TINY,
+                                         doc=f"1024 x 16 primary -> 64 x 64 latent capsules, {_WHAT[k]}")
+       for k, r in _NAMES.items()},
+    **{f"capsule_ae_demo_{k}": ModelSpec(*_AE, {**_DEMO, "routing": r}, tiny=_TINY,
+                                         doc=f"demo size (64 x 8 -> 8 x 32, 512 points), {_WHAT[k]}")
+       for k, r in _NAMES.items()},
+}

@@ -1,0 +1,155 @@
+"""Capsule building blocks of 3D point capsule networks (Zhao et al. 2019): ``squash`` and the
+primary point capsules.
+
+Primary point capsules: a shared per-point MLP 3-64-128 (BatchNorm, ReLU), then D independent
+branches, each a per-point linear layer 128 -> P with its own BatchNorm and a max-pool over the
+N points; the D branch outputs are stacked to (B, P, D) and squashed over D.
+
+Written literally, the branches form a (B, D, P, N) tensor (about 1 GB in float32 at B = 8,
+P = 1024, N = 2048, D = 16) that autograd keeps for the BatchNorm and the max-pool.
+:class:`PrimaryPointCapsules` computes the same values without keeping it:
+
+- BatchNorm is an affine map per channel, so its maximum over the points is taken at the
+  point where the pre-norm activation ``z = W h + b`` is largest (or smallest, where the
+  BatchNorm scale is negative). That point is found without gradient, a few branches at a
+  time (``chunk``), so only a (B, N, chunk P) tensor ever exists.
+- The batch statistics of ``z`` follow exactly from those of ``h``:
+  ``mean_z = W mean_h + b`` and ``var_z = diag(W cov_h W^T)``.
+- ``z`` at the chosen points is recomputed differentiably from the gathered ``h`` rows, so
+  gradients equal the naive version's (max-pool gradients go to the arg-max point).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .mlp import PointBatchNorm
+
+__all__ = ["PrimaryPointCapsules", "primary_capsules_naive", "squash"]
+
+
+def squash(s: torch.Tensor, dim: int = -1, *, eps: float = 1e-8) -> torch.Tensor:
+    """Capsule non-linearity ``|s|^2 / (1 + |s|^2) * s / |s|``: keeps the direction, maps the
+    length into [0, 1).
+
+    ``|s|`` is computed as ``sqrt(|s|^2 + eps)``, so the value and the gradient at ``s = 0``
+    are 0 and finite (the 3D-PointCapsNet original divides by ``|s|`` and gives NaN there).
+
+    Args:
+        s: (..., D, ...) vectors along ``dim``.
+        dim: the capsule dimension.
+        eps: added to ``|s|^2`` under the square root (> 0).
+
+    Returns:
+        A tensor shaped like ``s`` whose vectors have length ``|s|^2 / (1 + |s|^2) < 1``
+        (up to float rounding for very long vectors).
+    """
+    if not isinstance(s, torch.Tensor) or not s.is_floating_point():
+        raise TypeError(f"s must be a floating-point tensor, got {type(s).__name__} "
+                        f"{getattr(s, 'dtype', '')}")
+    if eps <= 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
+    n2 = (s * s).sum(dim, keepdim=True)
+    return s * (n2 / ((1 + n2) * torch.sqrt(n2 + eps)))
+
+
+def _check_pos(pos) -> None:
+    if not isinstance(pos, torch.Tensor) or not pos.is_floating_point():
+        raise TypeError(f"pos must be a floating-point tensor, got {type(pos).__name__}")
+    if pos.dim() != 3 or pos.shape[-1] != 3:
+        raise ValueError(f"pos must have shape (B, N, 3), got {tuple(pos.shape)}")
+
+
+class PrimaryPointCapsules(nn.Module):
+    """Point cloud (B, N, 3) -> primary capsules (B, P, D), as in 3D-PointCapsNet.
+
+    Args:
+        num_caps: P primary capsules (channels of each branch).
+        caps_dim: D capsule dimension (number of branches).
+        hidden: channels of the shared per-point MLP (the paper: 64, 128).
+        chunk: branches evaluated together when searching the max-pool points (memory
+            (B, N, chunk P) floats; the result does not depend on it).
+        bn_eps, momentum: of the branch BatchNorms (as ``nn.BatchNorm1d``).
+
+    Parameters of branch d: ``weight[d]`` (P, C), ``bias[d]`` (P,), BatchNorm ``bn_weight[d]``,
+    ``bn_bias[d]``, buffers ``running_mean[d]``, ``running_var[d]`` (P,).
+    """
+
+    def __init__(self, num_caps: int, caps_dim: int, *, hidden=(64, 128), chunk: int = 2,
+                 bn_eps: float = 1e-5, momentum: float = 0.1):
+        super().__init__()
+        for name, value in [("num_caps", num_caps), ("caps_dim", caps_dim), ("chunk", chunk)]:
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        layers, c_in = [], 3
+        for c in hidden:
+            layers += [nn.Linear(c_in, c), PointBatchNorm(c), nn.ReLU()]
+            c_in = c
+        self.mlp = nn.Sequential(*layers)
+        self.num_caps, self.caps_dim, self.chunk = num_caps, caps_dim, chunk
+        self.bn_eps, self.momentum = bn_eps, momentum
+        bound = 1 / c_in ** 0.5  # nn.Linear's default initialisation
+        self.weight = nn.Parameter(torch.empty(caps_dim, num_caps, c_in).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(caps_dim, num_caps).uniform_(-bound, bound))
+        self.bn_weight = nn.Parameter(torch.ones(caps_dim, num_caps))
+        self.bn_bias = nn.Parameter(torch.zeros(caps_dim, num_caps))
+        self.register_buffer("running_mean", torch.zeros(caps_dim, num_caps))
+        self.register_buffer("running_var", torch.ones(caps_dim, num_caps))
+
+    def forward(self, pos: torch.Tensor) -> torch.Tensor:
+        """pos: (B, N, 3) -> squashed primary capsules u: (B, P, D)."""
+        _check_pos(pos)
+        h = self.mlp(pos)  # (B, N, C)
+        batch, n, c = h.shape
+        idx = self._pool_points(h)  # (B, D, P) point of each branch channel's max-pool
+        offset = torch.arange(batch, device=h.device).view(batch, 1, 1) * n
+        rows = h.reshape(batch * n, c)[idx + offset]  # (B, D, P, C): h at those points
+        z = (rows * self.weight).sum(-1) + self.bias  # (B, D, P) pre-norm activation there
+        mean, var = self._stats(h)
+        out = (z - mean) * torch.rsqrt(var + self.bn_eps) * self.bn_weight + self.bn_bias
+        return squash(out.permute(0, 2, 1))  # (B, P, D)
+
+    @torch.no_grad()
+    def _pool_points(self, h: torch.Tensor) -> torch.Tensor:
+        """(B, D, P) index of the point where each branch channel's BatchNorm output peaks."""
+        sign = torch.where(self.bn_weight >= 0, 1.0, -1.0).to(h.dtype)  # (D, P)
+        out = []
+        for d0 in range(0, self.caps_dim, self.chunk):
+            w = self.weight[d0:d0 + self.chunk] * sign[d0:d0 + self.chunk, :, None]  # (d, P, C)
+            z = torch.einsum("bnc,dpc->bdpn", h, w)  # (B, d, P, N): one chunk only
+            out.append(z.argmax(-1))
+        return torch.cat(out, 1)
+
+    def _stats(self, h: torch.Tensor):
+        """BatchNorm mean and variance (D, P) of every branch channel (batch statistics in
+        training mode, updating the running ones; running statistics in eval mode)."""
+        if not self.training:
+            return self.running_mean, self.running_var
+        flat = h.reshape(-1, h.shape[-1])  # (B N, C)
+        mean_h = flat.mean(0)
+        centred = flat - mean_h
+        cov = centred.T @ centred / flat.shape[0]  # (C, C)
+        mean = self.weight @ mean_h + self.bias  # (D, P)
+        var = ((self.weight @ cov) * self.weight).sum(-1)  # (D, P) diag(W cov W^T)
+        with torch.no_grad():
+            count = flat.shape[0]
+            unbiased = var * count / max(count - 1, 1)
+            self.running_mean.lerp_(mean.detach(), self.momentum)
+            self.running_var.lerp_(unbiased.detach(), self.momentum)
+        return mean, var
+
+
+def primary_capsules_naive(module: PrimaryPointCapsules, pos: torch.Tensor) -> torch.Tensor:
+    """Reference (tests only): the literal (B, D, P, N) computation with ``module``'s
+    parameters, one ``F.batch_norm`` and one max-pool per branch. Updates the running
+    statistics like the module does. Returns (B, P, D)."""
+    h = module.mlp(pos)  # (B, N, C)
+    branches = []
+    for d in range(module.caps_dim):
+        z = (h @ module.weight[d].T + module.bias[d]).transpose(1, 2)  # (B, P, N)
+        z = F.batch_norm(z, module.running_mean[d], module.running_var[d], module.bn_weight[d],
+                         module.bn_bias[d], module.training, module.momentum, module.bn_eps)
+        branches.append(z.max(-1).values)  # (B, P)
+    return squash(torch.stack(branches, -1))  # (B, P, D)

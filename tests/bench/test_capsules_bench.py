@@ -1,0 +1,40 @@
+import pytest
+
+from pointabstract.bench import capsules
+from pointabstract.bench.capsules import PAPER_TABLE4, build, fits, format_table, max_batch, measure_step
+
+
+@pytest.mark.parametrize("threshold, limit, want", [(37, 256, 37), (0, 256, 0), (1, 256, 1), (300, 256, 256),
+                                                    (64, 64, 64)])
+def test_max_batch_doubles_then_bisects(monkeypatch, threshold, limit, want):
+    tried = []
+
+    def fake_fits(caps, routing, batch, **kw):
+        tried.append(batch)
+        return batch <= threshold
+
+    monkeypatch.setattr(capsules, "fits", fake_fits)
+    assert max_batch(12, "dynamic", points=64, cap_mb=1, limit=limit) == want
+    assert len(tried) <= 2 * limit.bit_length() + 1
+
+
+def test_fits_under_an_address_space_cap():
+    assert fits(12, "centroid", 2, points=64, cap_mb=64, tiny=True)
+    assert not fits(12, "centroid", 20000, points=64, cap_mb=64, tiny=True)
+
+
+def test_measure_step_and_table():
+    row = {"caps": 12, "routing": "dynamic", "max_batch": 5, "cd_e3": [2.0, 4.0],
+           **measure_step(12, "dynamic", batch=2, points=64, repeats=1, tiny=True)}
+    assert row["params_m"] > 0 and row["ms"] > 0 and row["peak_mb"] >= 0
+    table = format_table([row], batch=2, points=64, cap_mb=64, cap_points=64)
+    assert "| 12 | dynamic |" in table and "3 ± 1.4" in table and "| 18.4 | 22 | 2.7 |" in table
+    assert PAPER_TABLE4[(64, "centroid")] == {"cd": 1.4, "params_m": 5.3, "max_batch": 36}
+
+
+def test_build_rejects_unknown_sizes():
+    with pytest.raises(ValueError, match=r"caps must be one of \[12, 64\], got 7"):
+        build(7, "dynamic")
+    with pytest.raises(ValueError, match=r"routing must be one of \['dynamic', 'em', 'centroid'\], got 'x'"):
+        build(12, "x")
+    assert build(64, "em", tiny=True).cfg.routing == "em"

@@ -1,0 +1,182 @@
+"""The reconstruction task, driven directly with a small stand-in for the run config."""
+
+import contextlib
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from pointabstract.data import collate
+from pointabstract.data.synthetic import generate
+from pointabstract.engine.config import DataConfig
+from pointabstract.engine.tasks.base import MissingDatasetError
+from pointabstract.engine.tasks.reconstruction import (
+    ReconstructionSettings,
+    ReconstructionTask,
+    capsule_purity,
+    capsule_purity_naive,
+    reconstruction_scores,
+)
+from pointabstract.models.capsule_autoencoder import SPECS, CapsuleAutoencoder
+from pointabstract.ops import chamfer_distance
+
+
+def _cfg(root, dataset="modelnet40", num_points=128, **settings):
+    data = DataConfig(dataset=dataset, root=str(root), num_points=num_points, batch_size=4,
+                      eval_batch_size=8, workers=0)
+    return SimpleNamespace(data=data, seed=0, task_config=lambda: ReconstructionSettings(**settings))
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synth")
+    generate(root, train_per_class=1, test_per_class=1, num_points=256, workers=1, progress=False)
+    return root
+
+
+def _model(name="capsule_ae_demo_ca"):
+    torch.manual_seed(0)
+    spec = SPECS[name]
+    return CapsuleAutoencoder(spec.config(**{**spec.defaults, **spec.tiny}))
+
+
+def _loader(ds, batch=8):
+    return torch.utils.data.DataLoader(ds, batch_size=batch, collate_fn=collate)
+
+
+@pytest.mark.parametrize("dataset", ["modelnet40", "shapenet_part", "shapenet_core"])
+def test_datasets_are_normalised_to_the_unit_sphere(synth, dataset):
+    task = ReconstructionTask(_cfg(synth, dataset))
+    for split, train in [("train", True), ("test", False)]:
+        ds = task.dataset(split, train=train)
+        sample = ds[0]
+        assert sample["pos"].shape == (128, 3)
+        # the N drawn points are centred and scaled (the farthest on the unit sphere)
+        np.testing.assert_allclose(np.linalg.norm(sample["pos"], axis=1).max(), 1.0, rtol=1e-5)
+        np.testing.assert_allclose(sample["pos"].mean(0), 0.0, atol=1e-5)
+    assert len(task.category_names) == 16 and task.has_parts == (dataset == "shapenet_part")
+    assert task.model_args() == {}
+
+
+def test_step_is_the_chamfer_loss(synth):
+    task = ReconstructionTask(_cfg(synth))
+    batch = next(iter(_loader(task.dataset("train", train=True), batch=4)))
+    model = _model()
+    torch.manual_seed(1)
+    loss, stats = task.step(model, batch, torch.device("cpu"))
+    torch.manual_seed(1)
+    want = chamfer_distance(model(batch["pos"])["points"], batch["pos"])
+    torch.testing.assert_close(loss, want)
+    loss.backward()
+    assert stats == {} and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_evaluate_metrics_and_report(synth, tmp_path):
+    task = ReconstructionTask(_cfg(synth, "shapenet_part", examples=2))
+    ds = task.dataset("test", train=False)
+    model = _model()
+    metrics = task.evaluate(model, _loader(ds), torch.device("cpu"), autocast=contextlib.nullcontext)
+    assert metrics["samples"] == len(ds) == 16 and model.training
+    model.eval()
+    with torch.no_grad():
+        batch = collate([ds[i] for i in range(len(ds))])
+        points = model(batch["pos"])["points"]
+        want = chamfer_distance(points, batch["pos"], batch_reduction=None)
+    assert metrics["chamfer"] == pytest.approx(want.mean().item(), rel=1e-5)
+    per_cat = metrics["per_category_chamfer"]
+    assert per_cat["Airplane"] == pytest.approx(want[batch["category"] == 0].mean().item(), rel=1e-5)
+    assert 0 <= metrics["fscore"] <= 1 and 0 < metrics["purity"] <= 1
+    counts = np.array(metrics["capsule_parts"]["counts"])
+    assert counts.shape == (4, len(metrics["capsule_parts"]["parts"])) and counts.sum() == 16 * 64
+    ranked = want.sort().values.tolist()
+    kept = [(e["kind"], e["cd"]) for e in task._examples]
+    assert [k for k, _ in kept] == ["best", "best", "worst", "worst"]
+    assert [c for _, c in kept] == pytest.approx(ranked[:2] + ranked[::-1][:2], rel=1e-5)
+    lines = task.report(metrics, tmp_path)
+    assert (tmp_path / "reconstructions.png").stat().st_size > 0
+    text = "\n".join(lines)
+    assert "x 1e-3" in text and "squared Euclidean" in text and "| Airplane |" in text
+    assert "Chamfer distance" in task.summary(metrics) and "purity" in task.summary(metrics)
+    assert task.mode == "min" and task.metric == "chamfer"
+
+
+def test_reconstruction_scores_hand_computed():
+    pos = torch.tensor([[[0.0, 0, 0], [1, 0, 0]]])
+    points = torch.tensor([[[0.0, 0, 0], [0, 0.5, 0], [1, 0.01, 0]]])
+    cd, f = reconstruction_scores(points, pos, threshold=0.1)
+    # out -> in: 0, 0.25, 1e-4 (mean 0.0834); in -> out: 0, 1e-4 (mean 5e-5)
+    assert cd.item() == pytest.approx((0.25 + 1e-4) / 3 + 1e-4 / 2, rel=1e-5)
+    precision, recall = 2 / 3, 1.0
+    assert f.item() == pytest.approx(2 * precision * recall / (precision + recall))
+
+
+def test_capsule_purity_hand_computed_and_against_naive():
+    pos = torch.tensor([[[0.0, 0, 0], [0.1, 0, 0], [5, 0, 0]]])
+    part = torch.tensor([[3, 3, 7]])
+    points = torch.tensor([[[0.0, 0, 0], [5, 0, 0], [0.1, 0, 0], [0.05, 0, 0]]])
+    index = torch.tensor([0, 0, 1, 1])
+    purity, counts = capsule_purity(points, pos, part, index, num_parts=8)
+    assert purity.item() == pytest.approx((0.5 + 1.0) / 2)  # capsule 0: parts 3, 7; capsule 1: 3, 3
+    assert counts[0, 0, 3] == 1 and counts[0, 0, 7] == 1 and counts[0, 1, 3] == 2
+    g = torch.Generator().manual_seed(0)
+    pos, points = torch.rand(3, 40, 3, generator=g), torch.rand(3, 30, 3, generator=g)
+    part, index = torch.randint(0, 5, (3, 40), generator=g), torch.randint(0, 6, (30,), generator=g)
+    torch.testing.assert_close(capsule_purity(points, pos, part, index, num_parts=5)[0],
+                               capsule_purity_naive(points, pos, part, index))
+
+
+def test_short_training_lowers_the_test_chamfer(synth):
+    task = ReconstructionTask(_cfg(synth, num_points=128))
+    train, test = task.dataset("train", train=True), task.dataset("test", train=False)
+    model = _model("capsule_ae_demo_dr")
+    before = task.evaluate(model, _loader(test), torch.device("cpu"), autocast=contextlib.nullcontext)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for epoch in range(25):
+        train.set_epoch(epoch)
+        for batch in _loader(train, batch=8):
+            opt.zero_grad()
+            loss, _ = task.step(model, batch, torch.device("cpu"))
+            loss.backward()
+            opt.step()
+    after = task.evaluate(model, _loader(test), torch.device("cpu"), autocast=contextlib.nullcontext)
+    assert after["chamfer"] < 0.6 * before["chamfer"], (before["chamfer"], after["chamfer"])
+
+
+def test_bad_settings_and_missing_data(tmp_path, synth):
+    with pytest.raises(ValueError, match=r"task.augment must be one of \['none', 'rotate_up'\], got 'x'"):
+        ReconstructionTask(_cfg(tmp_path, augment="x"))
+    with pytest.raises(ValueError, match="task.fscore_threshold must be > 0, got 0"):
+        ReconstructionTask(_cfg(tmp_path, fscore_threshold=0))
+    with pytest.raises(ValueError, match="task.undersized must be 'repeat' or 'error'"):
+        ReconstructionTask(_cfg(tmp_path, undersized="drop"))
+    with pytest.raises(ValueError, match="data.dataset must be one of .* for reconstruction, got 'mnist'"):
+        ReconstructionTask(_cfg(synth, "mnist")).dataset("train", train=True)
+    for dataset in ("modelnet40", "shapenet_part", "shapenet_core"):
+        with pytest.raises(MissingDatasetError, match="pointabstract data synth"):
+            ReconstructionTask(_cfg(tmp_path / "empty", dataset)).dataset("train", train=True)
+
+
+def test_real_shapenet_part_cap_subset(realdata):
+    task = ReconstructionTask(_cfg(realdata, "shapenet_part", num_points=2048))
+    ds = task.dataset("test", train=False)
+    assert len(ds) == 11 and {int(ds[i]["category"]) for i in range(len(ds))} == {2}  # Cap
+    metrics = task.evaluate(_model(), _loader(ds), torch.device("cpu"), autocast=contextlib.nullcontext)
+    assert metrics["samples"] == 11 and set(metrics["capsule_parts"]["parts"]) <= {6, 7}
+    assert metrics["per_category_chamfer"]["Cap"] == pytest.approx(metrics["chamfer"])
+
+
+def test_real_off_meshes(realdata, tmp_path):
+    # the OFF cache is written beside the meshes: link the files into a folder of our own
+    for mesh in (realdata / "ModelNet40").rglob("*.off"):
+        target = tmp_path / "ModelNet40" / mesh.relative_to(realdata / "ModelNet40")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(mesh, target)
+    task = ReconstructionTask(_cfg(tmp_path, "modelnet40", num_points=512))
+    ds = task.dataset("train", train=True)
+    assert ds.layout == "off" and len(ds) == 22
+    batch = collate([ds[i] for i in range(4)])
+    assert torch.linalg.norm(batch["pos"], dim=-1).amax(1).sub(1).abs().max() < 1e-5
+    loss, _ = task.step(_model(), batch, torch.device("cpu"))
+    assert torch.isfinite(loss)

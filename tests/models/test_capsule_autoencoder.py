@@ -1,0 +1,129 @@
+import pytest
+import torch
+
+from pointabstract.models.capsule_autoencoder import (
+    SPECS,
+    CapsuleAutoencoder,
+    CapsuleAutoencoderConfig,
+    PatchDecoder,
+    fixed_grid,
+)
+from pointabstract.nn.routing import CentroidRouting, DynamicRouting, EMRouting
+from pointabstract.ops import chamfer_distance
+
+
+def _tiny(name, **over):
+    spec = SPECS[name]
+    return CapsuleAutoencoder(spec.config(**{**spec.defaults, **spec.tiny, **over}))
+
+
+def test_registry_names_and_sizes():
+    for size in ("small", "base", "demo"):
+        for short, routing in [("dr", "dynamic"), ("em", "em"), ("ca", "centroid")]:
+            spec = SPECS[f"capsule_ae_{size}_{short}"]
+            assert spec.task == "reconstruction" and spec.defaults["routing"] == routing
+    small, base = SPECS["capsule_ae_small_dr"].defaults, SPECS["capsule_ae_base_ca"].defaults
+    assert [small[k] for k in ("primary_caps", "primary_dim", "latent_caps", "latent_dim")] == [512, 16, 12, 128]
+    assert [base[k] for k in ("primary_caps", "primary_dim", "latent_caps", "latent_dim")] == [1024, 16, 64, 64]
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_tiny_forward_backward(name):
+    torch.manual_seed(0)
+    model = _tiny(name)
+    out = model(torch.rand(2, 50, 3) * 2 - 1, return_features=True)
+    cfg = model.cfg
+    n_out = cfg.latent_caps * (cfg.num_points // cfg.latent_caps)
+    assert out["points"].shape == (2, n_out, 3) and out["capsules"].shape == (2, cfg.latent_caps, cfg.latent_dim)
+    assert out["assignments"].shape == (2, cfg.primary_caps, cfg.latent_caps)
+    assert out["primary"].shape == (2, cfg.primary_caps, cfg.primary_dim)
+    assert out["capsule_index"].shape == (n_out,) and out["capsule_index"].dtype == torch.int64
+    chamfer_distance(out["points"], torch.rand(2, 50, 3)).backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters()
+               if p.requires_grad and not (cfg.routing == "em" and p.grad is None))
+
+
+@pytest.mark.parametrize("routing, cls", [("dynamic", DynamicRouting), ("em", EMRouting),
+                                          ("centroid", CentroidRouting)])
+def test_routing_switch(routing, cls):
+    assert isinstance(_tiny("capsule_ae_small_dr", routing=routing).routing, cls)
+
+
+def test_decoder_is_deterministic_in_eval_and_random_in_training():
+    torch.manual_seed(0)
+    model = _tiny("capsule_ae_demo_ca")
+    pos = torch.rand(2, 40, 3)
+    model(pos)  # one training step's statistics
+    a, b = model(pos)["points"], model(pos)["points"]
+    assert not torch.allclose(a, b)
+    model.eval()
+    torch.testing.assert_close(model(pos)["points"], model(pos)["points"], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("decoders", [0, 1, 4])
+def test_capsule_index_follows_the_patch_layout(decoders):
+    torch.manual_seed(0)
+    dec = PatchDecoder(6, 8, decoders=decoders).double().eval()
+    v = torch.randn(2, 3, 6, dtype=torch.float64)
+    index = torch.arange(3).repeat_interleave(8)
+    base = dec(v)
+    for cap in range(3):
+        moved = v.clone()
+        moved[:, cap] += 1.0
+        changed = (dec(moved) - base).abs().sum(-1).amax(0) > 0  # (N_out,)
+        assert not changed[index != cap].any() and changed[index == cap].sum() >= 4
+    model = _tiny("capsule_ae_demo_dr")
+    assert torch.equal(model.capsule_index, torch.arange(4).repeat_interleave(16))
+
+
+def test_fixed_grid_is_spread_over_the_unit_square():
+    g = fixed_grid(170, dtype=torch.float64)
+    assert g.shape == (170, 2) and (g >= 0).all() and (g < 1).all()
+    assert torch.cdist(g, g).add(torch.eye(170) * 9).amin() > 0.03  # no two samples close together
+    assert torch.equal(fixed_grid(5), fixed_grid(5))
+
+
+def test_short_training_lowers_chamfer():
+    torch.manual_seed(0)
+    model = _tiny("capsule_ae_demo_ca")
+    t = torch.linspace(0, 1, 64)
+    shapes = torch.stack([torch.stack([t * 2 - 1, t * 0, t * 0], -1),  # a segment
+                          torch.stack([torch.cos(6.28 * t), torch.sin(6.28 * t), t * 0], -1)])  # a circle
+
+    def loss():
+        return chamfer_distance(model(shapes)["points"], shapes)
+
+    model.eval()
+    with torch.no_grad():
+        before = loss().item()
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(60):
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        after = loss().item()
+    assert after < 0.5 * before, (before, after)
+
+
+def test_bad_input_names_pos():
+    model = _tiny("capsule_ae_demo_dr")
+    with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\), got \(2, 40, 2\)"):
+        model(torch.rand(2, 40, 2))
+    with pytest.raises(ValueError, match="pos contains NaN or Inf"):
+        model(torch.full((2, 40, 3), float("nan")))
+    with pytest.raises(ValueError, match="pos must hold at least 8 points per cloud, got N = 3"):
+        model(torch.rand(2, 3, 3))
+    with pytest.raises(TypeError, match="pos must be a floating-point tensor"):
+        model(torch.ones(2, 40, 3, dtype=torch.int64))
+
+
+def test_bad_config():
+    with pytest.raises(ValueError, match=r"routing must be one of \['dynamic', 'em', 'centroid'\], got 'x'"):
+        CapsuleAutoencoder(CapsuleAutoencoderConfig(routing="x"))
+    with pytest.raises(ValueError, match=r"decoders must be 0 or divide the points per capsule \(8\), got 3"):
+        PatchDecoder(6, 8, decoders=3)
+    with pytest.raises(ValueError, match=r"num_points \(4\) must be at least latent_caps \(64\)"):
+        CapsuleAutoencoder(CapsuleAutoencoderConfig(num_points=4))
