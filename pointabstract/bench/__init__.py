@@ -16,6 +16,8 @@ BENCHES: dict[str, str] = {
     "ops": "pointabstract.bench.ops",
     "models": "pointabstract.bench.models",
     "data": "pointabstract.bench.data",
+    "capsules": "pointabstract.bench.capsules",
+    "sequoia": "pointabstract.bench.sequoia",
 }
 
 

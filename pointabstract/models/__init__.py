@@ -10,15 +10,20 @@ import dataclasses
 
 from torch import nn
 
-from . import centroid_transformer
+from . import capsule_autoencoder, centroid_transformer, sequoia
+from .capsule_autoencoder import CapsuleAutoencoder, CapsuleAutoencoderConfig
 from .centroid_transformer import CentroidTransformer, CentroidTransformerConfig
+from .sequoia import SequoiaClassifier, SequoiaClsConfig, SequoiaSegConfig, SequoiaSegmenter
 from .spec import ModelSpec
 
-__all__ = ["MODELS", "CentroidTransformer", "CentroidTransformerConfig", "ModelSpec", "build_model",
-           "model_config", "model_task"]
+__all__ = ["MODELS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "CentroidTransformer",
+           "CentroidTransformerConfig", "ModelSpec", "SequoiaClassifier", "SequoiaClsConfig",
+           "SequoiaSegConfig", "SequoiaSegmenter", "build_model", "model_config", "model_task"]
 
 MODELS: dict[str, ModelSpec] = {
     **centroid_transformer.SPECS,
+    **capsule_autoencoder.SPECS,
+    **sequoia.SPECS,
 }
 
 

@@ -1,25 +1,40 @@
-"""Building blocks: MLPs, (KNN-restricted) attention, centroid attention, and the block
-protocol with its runner (:mod:`pointabstract.nn.blocks`)."""
+"""Building blocks: MLPs, (KNN-restricted) attention, centroid attention, the block
+protocol with its runner (:mod:`pointabstract.nn.blocks`), point capsules and their routings,
+and Sequoia tree attention."""
 
 from .attention import NORMALIZE, MultiHeadSelfAttention, attend, attend_naive
 from .blocks import BlockStack, CABlock, PostBlock, SABlock
+from .capsules import PrimaryPointCapsules, squash
 from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
 from .mlp import MLP, FeedForward, PointBatchNorm, make_norm
+from .routing import ROUTINGS, CentroidRouting, DynamicRouting, EMRouting, build_routing
+from .tree_attention import SequoiaAttention, TreeProposal
+from .tree_attention_naive import sequoia_attention_naive
 
 __all__ = [
     "INITS",
     "MLP",
     "NORMALIZE",
+    "ROUTINGS",
     "BlockStack",
     "CABlock",
     "CentroidAttention",
+    "CentroidRouting",
+    "DynamicRouting",
+    "EMRouting",
     "FeedForward",
     "MultiHeadSelfAttention",
     "PointBatchNorm",
     "PostBlock",
+    "PrimaryPointCapsules",
     "SABlock",
+    "SequoiaAttention",
+    "TreeProposal",
     "attend",
     "attend_naive",
+    "build_routing",
     "farthest_from_centroid",
     "make_norm",
+    "sequoia_attention_naive",
+    "squash",
 ]

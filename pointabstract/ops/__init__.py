@@ -14,8 +14,10 @@ from .knn import knn, knn_naive
 from .knn_graph import knn_graph
 from .sampling import KMeansResult, kmeans_sample, random_sample
 from .tree import PointTree, TreeLevel, build_tree, build_tree_naive
+from .tree_tables import TreeTables, nearest_siblings, node_positions, tree_tables, tree_tables_naive
 
 __all__ = [
+    "TreeTables", "nearest_siblings", "node_positions", "tree_tables", "tree_tables_naive",
     "KMeansResult",
     "PointTree",
     "TreeLevel",

@@ -8,7 +8,6 @@ from pointabstract.engine.config import RunConfig
 from pointabstract.engine.tasks.base import MissingDatasetError
 from pointabstract.engine.tasks.part_segmentation import (
     PartIoU,
-    PartSegmentationSettings,
     PartSegmentationTask,
     check_part_labels,
     restrict_to_category,

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 from .base import MissingDatasetError, Task
 from .classification import ClassificationSettings, ClassificationTask
+from .part_segmentation import PartSegmentationSettings, PartSegmentationTask
+from .reconstruction import ReconstructionSettings, ReconstructionTask
 
-__all__ = ["TASKS", "ClassificationSettings", "ClassificationTask", "MissingDatasetError", "Task",
-           "task_class"]
+__all__ = ["TASKS", "ClassificationSettings", "ClassificationTask", "MissingDatasetError",
+           "PartSegmentationSettings", "PartSegmentationTask", "ReconstructionSettings", "ReconstructionTask",
+           "Task", "task_class"]
 
 TASKS: dict[str, type] = {
     "classification": ClassificationTask,
+    "reconstruction": ReconstructionTask,
+    "part_segmentation": PartSegmentationTask,
 }
 
 
