@@ -29,7 +29,7 @@ def sample_trimesh(mesh, n: int, *, rng: np.random.Generator | int | None = None
     """
     import trimesh
 
-    from ..data.surface import sample_surface
+    from ..data import sample_surface
 
     if isinstance(mesh, trimesh.Scene):
         mesh = mesh.to_geometry() if hasattr(mesh, "to_geometry") else mesh.dump(concatenate=True)

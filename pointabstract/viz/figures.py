@@ -187,7 +187,7 @@ class _PartSamples(torch.utils.data.Dataset):
     class names are the ShapeNetPart categories (the built-in synthetic data), else none."""
 
     def __init__(self, dataset, class_names: list[str]):
-        from ..data.categories import SHAPENET_PART
+        from ..data import SHAPENET_PART
 
         self.dataset = dataset
         self.same_classes = [c.lower() for c in class_names] == [c.name.lower() for c in SHAPENET_PART]

@@ -162,7 +162,7 @@ def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int 
     sample ``i`` is this split's sample ``i`` with part labels. Raises FileNotFoundError /
     ValueError when ``root`` holds no ShapeNetPart layout.
     """
-    from ..data.shapenet_part import ShapeNetPart
+    from ..data import ShapeNetPart
 
     return ShapeNetPart(root, split, num_points=num_points, sampling="first", use_normals=use_normals)
 

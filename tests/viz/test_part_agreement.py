@@ -102,7 +102,7 @@ def test_part_agreement_input_errors():
 
 def test_synthetic_data_parts_line_up_with_its_classification_split(demo_run):
     """The demo's data root also holds part labels for the same test shapes, in the same order."""
-    from pointabstract.data.modelnet import ModelNet40
+    from pointabstract.data import ModelNet40
 
     parts = open_part_dataset(demo_run[1], num_points=256)
     shapes = ModelNet40(demo_run[1], "test", num_points=256, sampling="first")

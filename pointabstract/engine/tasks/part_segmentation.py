@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ...data.categories import NUM_PARTS, SHAPENET_PART
+from ...data import NUM_PARTS, SHAPENET_PART
 from .base import MissingDatasetError
 
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
@@ -159,15 +159,14 @@ class PartSegmentationTask:
 
     # -- data ------------------------------------------------------------------------------------
     def train_transform(self):
-        from ...data.transforms import Compose, RandomScale, RandomTranslate
+        from ...data import Compose, RandomScale, RandomTranslate
 
         return Compose([RandomScale(*self.opts.scale, anisotropic=True), RandomTranslate(self.opts.shift)])
 
     def dataset(self, split: str, *, train: bool):
         """ShapeNetPart ``split``; ``train`` turns on random sampling order and augmentation (test
         sets take a seeded random subset of ``data.num_points`` points per shape)."""
-        from ...data.base import LayoutNotFoundError
-        from ...data.shapenet_part import ShapeNetPart
+        from ...data import LayoutNotFoundError, ShapeNetPart
 
         d = self.cfg.data
         if d.dataset != "shapenet_part":

@@ -79,8 +79,7 @@ class ReconstructionTask:
 
     def dataset(self, split: str, *, train: bool):
         """The dataset of ``split``, normalised to the unit sphere (augmented when ``train``)."""
-        from ...data import ModelNet10, ModelNet40, ShapeNetCore, ShapeNetPart
-        from ...data.base import LayoutNotFoundError
+        from ...data import LayoutNotFoundError, ModelNet10, ModelNet40, ShapeNetCore, ShapeNetPart
 
         d = self.cfg.data
         if d.dataset not in DATASETS:
