@@ -198,11 +198,6 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         train_ds.set_epoch(epoch)
         train_sampler.set_epoch(epoch)
         stats, step = _train_epoch(task, model, train_loader, opt, cfg, ctx, autocast, epoch, step)
-        bad = [name for name, p in core.state_dict().items()
-               if p.is_floating_point() and not p.isfinite().all()]
-        if bad:
-            raise TrainingDivergedError(f"the weights became NaN/Inf in epoch {epoch + 1} (e.g. {bad[0]!r}); "
-                                        f"{_last_good(out)}")
         sched.step()
         row = {"epoch": epoch + 1, "step": step, **stats, "lr": opt.param_groups[0]["lr"]}
         if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == cfg.optim.epochs:
@@ -233,13 +228,24 @@ def _last_good(out: Path) -> str:
 
 def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
     model.train()
+    params = [p for p in model.parameters() if p.numel()]
     sums: dict[str, float] = {"loss": 0.0}
     seen, started = 0, time.perf_counter()
     bar = tqdm(loader, desc=f"epoch {epoch + 1}/{cfg.optim.epochs}", leave=False,
                disable=not (ctx.is_main and cfg.log.progress and sys.stderr.isatty()))
     for batch in bar:
-        with autocast():
-            loss, stats = task.step(model, batch, ctx.device)
+        try:
+            with autocast():
+                loss, stats = task.step(model, batch, ctx.device)
+        except ValueError as err:  # an op refusing NaN/Inf activations: say what happened
+            if "NaN" not in str(err):
+                raise
+            where = f"at epoch {epoch + 1} step {step + 1}"
+            if not torch.isfinite(batch["pos"]).all():
+                raise ValueError(f"the training batch {where} holds NaN/Inf points ({err})") from None
+            raise TrainingDivergedError(
+                f"the model's activations became NaN/Inf {where} (finite inputs, weights grown too large "
+                f"with optim.lr {cfg.optim.lr:g}); {_last_good(Path(cfg.log.out_dir))}") from err
         n = len(batch["pos"])
         # (samples here, any non-finite loss) summed over processes: the loss of each process is
         # weighted by its share of the global batch (DDP averages gradients over processes)
@@ -256,6 +262,11 @@ def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()
         step += 1
+        # the weights can overflow while the loss is still finite: never carry them to a checkpoint
+        if not torch.isfinite(torch.stack([p.detach().abs().amax().float() for p in params])).all():
+            raise TrainingDivergedError(f"the weights became NaN/Inf at epoch {epoch + 1} step {step} (loss "
+                                        f"{loss.item():.4g} before the step, optim.lr {cfg.optim.lr:g}); "
+                                        f"{_last_good(Path(cfg.log.out_dir))}")
         for key, value in {"loss": loss.item(), **stats}.items():
             sums[key] = sums.get(key, 0.0) + float(value) * n
         seen += n
