@@ -177,6 +177,10 @@ CLI_ROWS = [
      r"no ModelNet layout found under .*nothing"),
     ("eval: foreign checkpoint", ["eval", "{file}"], r"file is not a readable checkpoint"),
     ("data md5: missing file", ["data", "md5", "{tmp}/none.zip"], r"No such file or directory"),
+    ("eval: negative votes", ["eval", "{file}", "--votes", "-3"], r"votes must be a positive integer, got -3"),
+    ("bench ops: unknown device", ["bench", "ops", "--device", "tpu"],
+     r"--device must be cpu, cuda or cuda:N, got 'tpu'"),
+    ("train: model.widths not a list", ["train", "demo", "model.widths=abcd"], r"model.widths must be a list"),
     ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0"),
     ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
 ]

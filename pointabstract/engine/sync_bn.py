@@ -21,6 +21,22 @@ def _world() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over processes; the gradient of every process's input is the sum of the gradients."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x = x.clone()
+        torch.distributed.all_reduce(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.clone()
+        torch.distributed.all_reduce(grad)
+        return grad
+
+
 def global_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor, *, channels_last: bool):
     """Batch norm of ``x`` in training mode with statistics over every process's batch.
 
@@ -35,9 +51,9 @@ def global_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor, *, c
     flat = moved.reshape(-1, moved.shape[-1])  # (S, C): S samples of the statistics here
     c = flat.shape[1]
     local = torch.cat([flat.sum(0), (flat * flat).sum(0), flat.new_tensor([float(flat.shape[0])])])
-    total = torch.distributed.nn.functional.all_reduce(local)  # (2 C + 1,), summed over processes
+    total = _AllReduceSum.apply(local)  # (2 C + 1,), summed over processes
     n = total[-1]
-    if float(n) <= 1:  # one sample in the whole batch: normalise with the running statistics
+    if float(n.detach()) <= 1:  # one sample in the whole batch: normalise with the running statistics
         out = F.batch_norm(flat, bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0, bn.eps)
     else:
         mean = total[:c] / n
