@@ -105,6 +105,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+KERNEL_COMMANDS = ("train", "eval", "bench", "view")  # commands that run the compiled ops
+
+
+def uncompiled_kernels(modules=None) -> list[str]:
+    """Names of the numba kernels (in ``pointabstract.ops.kernels``) that have no entry in
+    numba's on-disk cache yet, i.e. will be compiled on first use (seconds each; about 90 s
+    in all on a fresh install on 2 busy cores, 3 s when cached)."""
+    if modules is None:
+        try:
+            from .ops.kernels import fps, kdtree, neighbour, select
+        except ImportError:  # numba missing: the ops use other backends
+            return []
+        modules = (fps, kdtree, neighbour, select)
+    missing = []
+    for module in modules:
+        for name, fn in vars(module).items():
+            index = getattr(getattr(getattr(fn, "_cache", None), "_cache_file", None), "_index_path", None)
+            if index is not None and not fn.signatures and not os.path.exists(index):
+                missing.append(f"{module.__name__}.{name}")
+    return missing
+
+
+def _compile_notice(command: str) -> None:
+    if command in KERNEL_COMMANDS and int(os.environ.get("RANK", "0")) == 0 and uncompiled_kernels():
+        print("compiling pointabstract kernels (once per install, up to a minute or two)...", file=sys.stderr,
+              flush=True)
+
+
 def _one_line(err: BaseException) -> str:
     text = str(err) or type(err).__name__
     if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in text:
@@ -120,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             args.overrides = [*args.overrides, *extra]
         else:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    _compile_notice(args.command)
     try:
         return args.func(args)
     except USER_ERRORS as err:

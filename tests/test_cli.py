@@ -139,3 +139,26 @@ def test_bugs_keep_their_traceback(monkeypatch, capsys):
     monkeypatch.setenv("POINTABSTRACT_DEBUG", "1")
     with pytest.raises(ValueError, match="optim.epochs must be >= 1"):
         main(["train", "demo", "optim.epochs=0"])
+
+
+def test_compile_notice_names_kernels_missing_from_the_cache(tmp_path, monkeypatch, capsys):
+    import types
+
+    from pointabstract import cli
+
+    def kernel(index, signatures=()):
+        cache = types.SimpleNamespace(_cache_file=types.SimpleNamespace(_index_path=str(index)))
+        return types.SimpleNamespace(_cache=cache, signatures=list(signatures))
+
+    (tmp_path / "cached.nbi").write_text("")
+    module = types.ModuleType("fake_kernels")
+    module.cached = kernel(tmp_path / "cached.nbi")
+    module.fresh = kernel(tmp_path / "fresh.nbi")
+    module.loaded = kernel(tmp_path / "loaded.nbi", signatures=["(float32[:],)"])  # compiled in this process
+    module.helper = len
+    assert cli.uncompiled_kernels([module]) == ["fake_kernels.fresh"]
+    assert all(name.startswith("pointabstract.ops.kernels.") for name in cli.uncompiled_kernels())
+    monkeypatch.setattr(cli, "uncompiled_kernels", lambda: ["fake_kernels.fresh"])
+    cli._compile_notice("train")
+    cli._compile_notice("data")
+    assert capsys.readouterr().err == "compiling pointabstract kernels (once per install, up to a minute or two)...\n"
