@@ -28,6 +28,11 @@ def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
     metrics = json.loads((tmp_path / "report" / "metrics.json").read_text())
     assert metrics["samples"] == 32 and len(metrics["class_names"]) == 16
     assert "![confusion matrix](confusion.png)" in (tmp_path / "report" / "report.md").read_text()
+    # --resume before the overrides; a longer run is not a config change that needs asking
+    code = main(["train", "demo", "--resume", f"data.root={tiny_synthetic}", "data.num_points=64", "data.workers=0",
+                 "optim.epochs=2", f"log.out_dir={run}", "log.progress=false", *TINY_MODEL])
+    assert code == 0 and torch.load(run / "last.pt", weights_only=False)["epoch"] == 2
+    capsys.readouterr()
     if not torch.cuda.is_available():
         assert main(["eval", str(run / "last.pt"), "--device", "cuda"]) == 2
         err = capsys.readouterr().err

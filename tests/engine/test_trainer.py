@@ -98,6 +98,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_process_gloo_ddp(tiny_overrides, tmp_path):
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
             f"--master_port={_free_port()}",
@@ -107,6 +108,7 @@ def test_two_process_gloo_ddp(tiny_overrides, tmp_path):
     out = tmp_path / "run"
     assert (out / "last.pt").is_file() and len(list(out.glob("*.pt"))) == 2  # last + best, rank 0 only
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+    assert proc.stdout.count("test overall accuracy") == 1  # rank 0 alone prints the summary
 
 
 def test_resume_finishes_a_run_killed_in_its_final_phase(tiny_overrides, tmp_path):
