@@ -201,7 +201,10 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         sched.step()
         row = {"epoch": epoch + 1, "step": step, **stats, "lr": opt.param_groups[0]["lr"]}
         if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == cfg.optim.epochs:
-            metrics = task.evaluate(core, test_loader, ctx.device, autocast=autocast)
+            try:
+                metrics = task.evaluate(core, test_loader, ctx.device, autocast=autocast)
+            except ValueError as err:
+                raise _diverged(err, f"while evaluating epoch {epoch + 1}", cfg) from err
             row.update({f"test_{k}": v for k, v in metrics.items()
                         if isinstance(v, (int, float)) and not isinstance(v, bool)})
             if sign * metrics[task.metric] > best:
@@ -217,6 +220,16 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     if ctx.is_main and stop == cfg.optim.epochs:
         log.finish(metrics, task, epoch=stop)
     return metrics
+
+
+def _diverged(err: ValueError, where: str, cfg: RunConfig) -> Exception:
+    """``err`` (an op refusing NaN/Inf values) as a TrainingDivergedError saying what happened;
+    other ValueErrors unchanged."""
+    if "NaN" not in str(err):
+        return err
+    return TrainingDivergedError(
+        f"the model's activations became NaN/Inf {where} (finite weights grown too large with optim.lr "
+        f"{cfg.optim.lr:g}: {err}); {_last_good(Path(cfg.log.out_dir))}")
 
 
 def _last_good(out: Path) -> str:
@@ -238,14 +251,10 @@ def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
             with autocast():
                 loss, stats = task.step(model, batch, ctx.device)
         except ValueError as err:  # an op refusing NaN/Inf activations: say what happened
-            if "NaN" not in str(err):
-                raise
-            where = f"at epoch {epoch + 1} step {step + 1}"
             if not torch.isfinite(batch["pos"]).all():
-                raise ValueError(f"the training batch {where} holds NaN/Inf points ({err})") from None
-            raise TrainingDivergedError(
-                f"the model's activations became NaN/Inf {where} (finite inputs, weights grown too large "
-                f"with optim.lr {cfg.optim.lr:g}); {_last_good(Path(cfg.log.out_dir))}") from err
+                raise ValueError(f"the training batch at epoch {epoch + 1} step {step + 1} holds NaN/Inf "
+                                 f"points ({err})") from None
+            raise _diverged(err, f"at epoch {epoch + 1} step {step + 1}", cfg) from err
         n = len(batch["pos"])
         # (samples here, any non-finite loss) summed over processes: the loss of each process is
         # weighted by its share of the global batch (DDP averages gradients over processes)

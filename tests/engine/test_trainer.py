@@ -182,7 +182,7 @@ def test_a_diverging_run_stops_and_keeps_the_last_good_checkpoint(tiny_overrides
 def test_a_huge_learning_rate_is_stopped_by_the_nan_check(tiny_overrides, tmp_path):
     from pointabstract.engine.trainer import TrainingDivergedError
 
-    diverged = r"(loss|weights|activations) became NaN/Inf at epoch \d+ step \d+"
+    diverged = r"(loss|weights|activations) became NaN/Inf (at epoch \d+ step \d+|while evaluating epoch \d+)"
     with pytest.raises(TrainingDivergedError, match=diverged):
         train(load_config(None, [*tiny_overrides, "optim.lr=1e6", "optim.epochs=4"]))
     for name in ("last.pt", "best.pt"):
@@ -218,3 +218,23 @@ def test_logs_one_line_per_epoch_without_carriage_returns(tiny_overrides, capsys
     assert "\r" not in captured.out + captured.err
     lines = [line for line in captured.out.splitlines() if line.startswith("epoch ")]
     assert len(lines) == 2 and lines[1].startswith("epoch 2/2 ") and "train_loss" in lines[1]
+
+
+def test_nan_activations_in_evaluation_are_reported_as_divergence(tiny_overrides, tmp_path, monkeypatch):
+    from pointabstract.engine.tasks import ClassificationTask
+    from pointabstract.engine.trainer import TrainingDivergedError
+
+    real = ClassificationTask.evaluate
+    calls = []
+
+    def evaluate(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("query holds NaN or Inf values (first at index (0, 0, 0))")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClassificationTask, "evaluate", evaluate)
+    with pytest.raises(TrainingDivergedError, match=r"activations became NaN/Inf while evaluating epoch 2 \(finite "
+                                                    r"weights .*: query holds NaN.*\); the last good checkpoint is "
+                                                    r".*last.pt \(epoch 1\)"):
+        train(load_config(None, tiny_overrides))
