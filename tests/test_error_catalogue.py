@@ -140,6 +140,9 @@ ROWS = [
     ("checkpoint: a plain state_dict",
      lambda t: load_checkpoint(torch.save(torch.nn.Linear(2, 2).state_dict(), t / "sd.pt") or t / "sd.pt"),
      ValueError, r"sd.pt is not a pointabstract checkpoint \(a plain state_dict, missing \['config', 'epoch'"),
+    ("checkpoint: another project's dict",
+     lambda t: load_checkpoint(torch.save({"model": {}, "config": {"lr": 1}, "epoch": 3}, t / "o.pt") or t / "o.pt"),
+     ValueError, r"o.pt is not a pointabstract checkpoint \(a dict, its config names no model\)"),
     # --- configs -----------------------------------------------------------------------------
     ("config: unknown key", lambda t: load_config(None, ["optim.lr_rate=1"]), ValueError,
      r"unknown config key\(s\) \['optim.lr_rate'\]; valid keys: \["),

@@ -43,10 +43,12 @@ def load_checkpoint(path: str | Path) -> dict:
     except Exception as err:  # truncated or foreign file
         raise ValueError(f"{path} is not a readable checkpoint ({type(err).__name__}: {err})") from None
     missing = sorted({"model", "config", "epoch"} - set(ckpt)) if isinstance(ckpt, dict) else ["model"]
-    if missing or not isinstance(ckpt["config"], dict) or not isinstance(ckpt["model"], dict):
+    mappings = not missing and isinstance(ckpt["config"], dict) and isinstance(ckpt["model"], dict)
+    if not mappings or "model" not in ckpt["config"]:
         plain = isinstance(ckpt, dict) and ckpt and all(torch.is_tensor(v) for v in ckpt.values())
         kind = "a plain state_dict" if plain else f"a {type(ckpt).__name__}"
-        detail = f"missing {missing}" if missing else "its 'config' / 'model' entries are not mappings"
+        detail = (f"missing {missing}" if missing else "its config names no model" if mappings
+                  else "its 'config' / 'model' entries are not mappings")
         raise ValueError(f"{path} is not a pointabstract checkpoint ({kind}, {detail}); "
                          "give a last.pt / best.pt written by `pointabstract train`")
     return ckpt

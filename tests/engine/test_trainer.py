@@ -56,7 +56,7 @@ def test_resume_refuses_another_model(tiny_overrides, tmp_path):
 
 def test_atomic_save_survives_a_failure_mid_write(tmp_path, monkeypatch):
     path = tmp_path / "ck.pt"
-    atomic_save({"model": {}, "config": {}, "epoch": 1}, path)
+    atomic_save({"model": {}, "config": {"model": "m"}, "epoch": 1}, path)
 
     def broken_save(obj, f):
         f.write(b"partial bytes")
@@ -64,7 +64,7 @@ def test_atomic_save_survives_a_failure_mid_write(tmp_path, monkeypatch):
 
     monkeypatch.setattr(torch, "save", broken_save)
     with pytest.raises(KeyboardInterrupt):
-        atomic_save({"model": {}, "config": {}, "epoch": 2}, path)
+        atomic_save({"model": {}, "config": {"model": "m"}, "epoch": 2}, path)
     monkeypatch.undo()
     assert load_checkpoint(path)["epoch"] == 1
     assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]
@@ -72,7 +72,7 @@ def test_atomic_save_survives_a_failure_mid_write(tmp_path, monkeypatch):
 
 def test_atomic_save_survives_sigkill(tmp_path):
     path = tmp_path / "ck.pt"
-    atomic_save({"model": {}, "config": {}, "epoch": 1}, path)
+    atomic_save({"model": {}, "config": {"model": "m"}, "epoch": 1}, path)
     code = (f"import torch; from pointabstract.engine import atomic_save; import os, signal\n"
             f"big = {{'model': {{'w': torch.zeros(50_000_000)}}, 'config': {{}}, 'epoch': 2}}\n"
             f"real = torch.save\n"
