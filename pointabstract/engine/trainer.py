@@ -258,7 +258,8 @@ def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
         n = len(batch["pos"])
         # (samples here, any non-finite loss) summed over processes: the loss of each process is
         # weighted by its share of the global batch (DDP averages gradients over processes)
-        flags = torch.tensor([float(n), float(not torch.isfinite(loss.detach()).all())])
+        flags = torch.stack([torch.tensor(float(n), device=loss.device),
+                             (~torch.isfinite(loss.detach())).any().float()])  # on the device: NCCL
         if ctx.distributed:
             torch.distributed.all_reduce(flags)
         if flags[1] > 0:
@@ -283,7 +284,7 @@ def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
         bar.set_postfix(loss=f"{loss.item():.3f}", samples_per_s=f"{rate:.0f}")
     elapsed = time.perf_counter() - started
     keys = sorted(sums)
-    totals = torch.tensor([sums[k] for k in keys] + [float(seen)], dtype=torch.float64)
+    totals = torch.tensor([sums[k] for k in keys] + [float(seen)], dtype=torch.float64, device=ctx.device)
     if ctx.distributed:  # statistics of the global batch, not of rank 0's shard
         torch.distributed.all_reduce(totals)
     seen_all = float(totals[-1])
