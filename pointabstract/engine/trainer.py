@@ -179,6 +179,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
             sched.load_state_dict(ckpt["scheduler"])
         except (ValueError, KeyError, RuntimeError) as err:
             raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
+        _apply_optim_changes(opt, sched, cfg, changes)
         start, step, best, best_epoch = ckpt["epoch"], ckpt["step"], ckpt["best_metric"], ckpt["best_epoch"]
         set_rng_state(ckpt["rng"])
     d, world = cfg.data, ctx.world_size
@@ -220,6 +221,23 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     if ctx.is_main and stop == cfg.optim.epochs:
         log.finish(metrics, task, epoch=stop)
     return metrics
+
+
+def _apply_optim_changes(opt, sched, cfg: RunConfig, changes: dict) -> None:
+    """Make accepted ``optim.*`` changes take effect after the saved optimizer / scheduler state
+    was loaded (it holds the old values): a new lr scales the current and base lr (the step and
+    cosine schedules are multiplicative), weight decay, gamma and step size are replaced."""
+    o = cfg.optim
+    if "optim.lr" in changes:
+        old, new = changes["optim.lr"]
+        for group in opt.param_groups:
+            group["lr"] *= new / old
+            group["initial_lr"] = new
+        sched.base_lrs = [new for _ in sched.base_lrs]
+    for group in opt.param_groups:
+        group["weight_decay"] = o.weight_decay
+    if o.schedule == "step":
+        sched.gamma, sched.step_size = o.gamma, o.step_size
 
 
 def _diverged(err: ValueError, where: str, cfg: RunConfig) -> Exception:

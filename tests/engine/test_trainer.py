@@ -144,6 +144,8 @@ def test_resume_refuses_a_changed_config_unless_asked(tiny_overrides, tmp_path):
     assert history[0]["epoch"] == 1 and history[0]["changes"]["optim.lr"] == {"from": 0.001, "to": 0.002}
     assert set(history[0]["changes"]) == {"optim.lr", "data.num_points", "optim.epochs"}
     assert yaml.safe_load((out / "config.yaml").read_text())["optim.lr"] == 0.002
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["lr"] == 0.001 and rows[1]["lr"] == 0.002  # the new lr is used, not the saved one
     # longer training alone (optim.epochs) is not a change that needs asking
     train(load_config(None, [*tiny_overrides, "optim.epochs=3", "optim.lr=0.002", "data.num_points=40"]),
           resume=True)
