@@ -72,9 +72,11 @@ def test_killed_and_resumed_runs_end_like_an_uninterrupted_one(tiny_overrides, t
     full, chain = tmp_path / "full", tmp_path / "chain"
     assert _run(args, full) == 0
     rng = random.Random(11)
-    # 3 epochs write 3 last.pt + the best.pt of improving epochs: saves 2 and 4 fall mid-run
-    kills = ["save:2", f"time:{rng.uniform(4, 12):.1f}", "save:1", "report", f"time:{rng.uniform(4, 12):.1f}",
-             "report", f"time:{rng.uniform(4, 12):.1f}"]
+    # 3 epochs write 3 last.pt + the best.pt of improving epochs (epoch 1 always): the kills
+    # inside saves and reports always land (each run has at least two saves left), the timed
+    # ones land wherever the moment falls (imports, an epoch, a save) or after the run ended
+    kills = ["save:2", "save:1", "save:2", "report", f"time:{rng.uniform(2, 8):.1f}",
+             f"time:{rng.uniform(2, 8):.1f}", "report"]
     codes = []
     for kill in kills:
         started = time.perf_counter()
@@ -83,7 +85,7 @@ def test_killed_and_resumed_runs_end_like_an_uninterrupted_one(tiny_overrides, t
         else:
             codes.append(_run(args, chain, kill_at=kill))
         assert time.perf_counter() - started < 300
-    assert codes.count(-signal.SIGKILL) >= 4, codes  # the chain really was interrupted
+    assert codes.count(-signal.SIGKILL) >= 5, codes  # the chain really was interrupted
     assert _run(args, chain) == 0  # the last resume finishes whatever is left
     assert _rows(chain) == _rows(full)
     assert json.loads((chain / "metrics.json").read_text()) == json.loads((full / "metrics.json").read_text())
