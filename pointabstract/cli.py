@@ -1,39 +1,43 @@
-"""The ``pointabstract`` command line: parse, build, run (logic lives in the library)."""
+"""The ``pointabstract`` command line: parse, build, run (logic lives in the library).
+
+User errors (a bad value, a missing or unreadable file, an output folder that cannot be
+written, a dataset layout not found, a run that diverged) end with one ``error: ...`` line on
+stderr and exit code 2, also when they were raised in a worker process. Any other exception is
+a bug and keeps its traceback; ``POINTABSTRACT_DEBUG=1`` shows the traceback of user errors too.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+# what a user can cause and fix: bad values / types (validation), files and folders (OSError
+# covers FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, h5py's
+# unreadable files; MissingDatasetError and LayoutNotFoundError are among them)
+USER_ERRORS = (ValueError, TypeError, OSError)
+
 
 def _train(args: argparse.Namespace) -> int:
-    from .engine import MissingDatasetError, load_config, task_class, train
+    from .engine import load_config, task_class, train
 
-    try:
-        cfg = load_config(args.config, args.overrides)
-        metrics = train(cfg, resume=args.resume)
-    except (MissingDatasetError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if metrics:
+    cfg = load_config(args.config, args.overrides)
+    metrics = train(cfg, resume=args.resume, allow_config_change=args.allow_config_change)
+    if metrics and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
         print(f"{task_class(cfg.task)(cfg).summary(metrics)}; outputs in {cfg.log.out_dir}")
     return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .engine import MissingDatasetError, default_eval_dir, evaluate_checkpoint, load_config, task_class
+    from .engine import default_eval_dir, evaluate_checkpoint, load_config, task_class
 
     sections = []
     if args.neighbourhoods:
         sections.append(_neighbourhood_section)
-    try:
-        metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
-                                      votes=args.votes, device=args.device, sections=sections)
-        cfg = load_config(None, {"model": metrics["model"], "task": metrics["task"]})
-    except (MissingDatasetError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
+                                  votes=args.votes, device=args.device, sections=sections)
+    cfg = load_config(None, {"model": metrics["model"], "task": metrics["task"]})
     out = args.out or default_eval_dir(args.checkpoint)
     print(f"{task_class(cfg.task)(cfg).summary(metrics)}; report in {Path(out) / 'report.md'}")
     return 0
@@ -63,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("config", help="preset name (e.g. demo) or YAML file")
     train.add_argument("overrides", nargs="*", metavar="key=value",
                        help="config overrides, e.g. optim.lr=3e-4 model.k=16")
-    train.add_argument("--resume", action="store_true", help="continue from <log.out_dir>/last.pt")
+    train.add_argument("--resume", action="store_true",
+                       help="continue from <log.out_dir>/last.pt (or finish a run whose last epoch is done)")
+    train.add_argument("--allow-config-change", action="store_true",
+                       help="with --resume: accept a config that differs from the checkpoint's "
+                            "(recorded in <log.out_dir>/config_changes.yaml)")
     train.set_defaults(func=_train)
 
     ev = sub.add_parser("eval", help="evaluate a checkpoint; writes metrics.json and report.md")
@@ -98,9 +106,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+KERNEL_COMMANDS = ("train", "eval", "bench", "view")  # commands that run the compiled ops
+
+
+def uncompiled_kernels(modules=None) -> list[str]:
+    """Names of the numba kernels (in ``pointabstract.ops.kernels``) that have no entry in
+    numba's on-disk cache yet, i.e. will be compiled on first use (seconds each; about 90 s
+    in all on a fresh install on 2 busy cores, 3 s when cached)."""
+    if modules is None:
+        try:
+            from .ops.kernels import fps, kdtree, neighbour, select
+        except ImportError:  # numba missing: the ops use other backends
+            return []
+        modules = (fps, kdtree, neighbour, select)
+    missing = []
+    for module in modules:
+        for name, fn in vars(module).items():
+            index = getattr(getattr(getattr(fn, "_cache", None), "_cache_file", None), "_index_path", None)
+            if index is not None and not fn.signatures and not os.path.exists(index):
+                missing.append(f"{module.__name__}.{name}")
+    return missing
+
+
+def _compile_notice(command: str) -> None:
+    if command in KERNEL_COMMANDS and int(os.environ.get("RANK", "0")) == 0 and uncompiled_kernels():
+        print("compiling pointabstract kernels (once per install, up to a minute or two)...", file=sys.stderr,
+              flush=True)
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in text:
+        text = f"{text}: {err.filename}"
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # key=value overrides after an option (train demo --resume optim.lr=1e-3)
+        if hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extra):
+            args.overrides = [*args.overrides, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    _compile_notice(args.command)
+    try:
+        return args.func(args)
+    except USER_ERRORS as err:
+        if os.environ.get("POINTABSTRACT_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

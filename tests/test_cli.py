@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
@@ -27,6 +28,16 @@ def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
     metrics = json.loads((tmp_path / "report" / "metrics.json").read_text())
     assert metrics["samples"] == 32 and len(metrics["class_names"]) == 16
     assert "![confusion matrix](confusion.png)" in (tmp_path / "report" / "report.md").read_text()
+    # --resume before the overrides; a longer run is not a config change that needs asking
+    code = main(["train", "demo", "--resume", f"data.root={tiny_synthetic}", "data.num_points=64", "data.workers=0",
+                 "optim.epochs=2", f"log.out_dir={run}", "log.progress=false", *TINY_MODEL])
+    assert code == 0 and torch.load(run / "last.pt", weights_only=False)["epoch"] == 2
+    capsys.readouterr()
+    if not torch.cuda.is_available():
+        assert main(["eval", str(run / "last.pt"), "--device", "cuda"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --device 'cuda' asked for, but CUDA is not available") or \
+            err.startswith("error: device 'cuda' asked for"), err
 
 
 def test_helpful_errors(tmp_path, capsys):
@@ -38,3 +49,121 @@ def test_helpful_errors(tmp_path, capsys):
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
     assert main(["eval", str(tmp_path / "bad.pt")]) == 2
     assert "is not a readable checkpoint" in capsys.readouterr().err
+
+
+def _fails(argv, pattern, capsys, code=2):
+    """``main(argv)`` ends with one ``error:`` line matching ``pattern``, no traceback."""
+    import re
+
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    # (progress bars of the data tools may share stderr: look at the lines, split at \r too)
+    errors = [line[line.index("error: "):] for line in re.split(r"[\r\n]", err) if "error: " in line]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert re.search(pattern, errors[0]), err
+
+
+@pytest.fixture
+def a_file(tmp_path):
+    path = tmp_path / "a_file"
+    path.write_text("x")
+    return path
+
+
+def test_data_commands_report_user_errors_in_one_line(tmp_path, a_file, capsys):
+    mesh = tmp_path / "off" / "ModelNet40" / "chair" / "train" / "chair_0001.off"
+    mesh.parent.mkdir(parents=True)
+    mesh.write_text("")
+    # the error arrives from a worker process of the sampling pool
+    _fails(["data", "prepare", str(tmp_path / "off"), "--workers", "2", "--split", "train"],
+           r"chair_0001.off: empty file \(no OFF header\)", capsys)
+    _fails(["data", "md5", str(tmp_path / "nothing.zip")], r"No such file or directory.*nothing.zip", capsys)
+    _fails(["data", "synth", "--out", str(a_file / "synth"), "--train-per-class", "1"], r"a_file", capsys)
+
+
+def test_train_refuses_bad_values_before_training(tiny_synthetic, tmp_path, a_file, capsys):
+    base = ["train", "demo", f"data.root={tiny_synthetic}", "data.workers=0", f"log.out_dir={tmp_path / 'run'}"]
+    for override, pattern in [("device=tpu", r"device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+                              ("model.widths=abcd", r"model.widths must be a list like \[.*\], got 'abcd'"),
+                              ("model.widths=[a, b, c, d]", r"model.widths must be a list of ints"),
+                              ("optim.epochs=0", r"optim.epochs must be >= 1, got 0"),
+                              ("optim.epochs=-2", r"optim.epochs must be >= 1, got -2"),
+                              ("optim.lr=inf", r"optim.lr must be positive and finite, got inf"),
+                              ("optim.lr=-0.1", r"optim.lr must be positive and finite, got -0.1"),
+                              (f"log.out_dir={a_file / 'run'}", r"log.out_dir .*a_file/run cannot be written"),
+                              (f"log.out_dir={a_file}", r"log.out_dir .*a_file is a file, not a folder"),
+                              ("log.out_dir=/sys/pointabstract-test", r"log.out_dir /sys/pointabstract-test "
+                                                                      r"cannot be written")]:
+        _fails([*base, override], pattern, capsys)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a CPU-only machine")
+def test_cuda_on_a_cpu_machine_is_one_line(capsys):
+    _fails(["train", "demo", "device=cuda"], r"device 'cuda' asked for, but CUDA is not available here", capsys)
+    _fails(["bench", "ops", "--device", "cuda"], r"--device 'cuda' asked for, but CUDA is not available", capsys)
+
+
+def test_bench_ops_checks_arguments_before_running(tmp_path, a_file, capsys):
+    _fails(["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0", capsys)
+    _fails(["bench", "ops", "--quick", "--out", str(a_file / "ops.md")], r"--out .*a_file/ops.md", capsys)
+    _fails(["bench", "ops", "--quick", "--out", "/sys/pointabstract-test/ops.md"], r"cannot be written", capsys)
+    _fails(["bench", "ops", "--quick", "--out", str(tmp_path)], r"is a folder; give a file name", capsys)
+    _fails(["bench", "models", "--repeats", "0"], r"--repeats must be >= 1, got 0", capsys)
+
+
+def test_foreign_checkpoints_are_named(tmp_path, capsys):
+    torch.save(torch.nn.Linear(2, 3).state_dict(), tmp_path / "state_dict.pt")
+    _fails(["eval", str(tmp_path / "state_dict.pt")], r"is not a pointabstract checkpoint \(a plain state_dict",
+           capsys)
+    torch.save({"model": {}, "config": "x", "epoch": 3}, tmp_path / "odd.pt")
+    _fails(["eval", str(tmp_path / "odd.pt")], r"is not a pointabstract checkpoint \(a dict, its 'config'", capsys)
+    torch.save([1, 2], tmp_path / "list.pt")
+    _fails(["eval", str(tmp_path / "list.pt")], r"is not a pointabstract checkpoint \(a list", capsys)
+    _fails(["eval", str(tmp_path / "missing.pt")], r"checkpoint .*missing.pt does not exist", capsys)
+
+
+def test_resume_flag_anywhere_and_unknown_arguments(tmp_path, capsys):
+    _fails(["train", "demo", "--resume", f"log.out_dir={tmp_path / 'none'}", "device=cpu"],
+           r"nothing to resume in .*none: no last.pt", capsys)
+    with pytest.raises(SystemExit):
+        main(["train", "demo", "--resume", "--bogus"])
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_bugs_keep_their_traceback(monkeypatch, capsys):
+    import pointabstract.engine as engine
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(engine, "load_config", broken)
+    with pytest.raises(KeyError, match="a bug"):
+        main(["train", "demo"])
+    monkeypatch.undo()
+    monkeypatch.setenv("POINTABSTRACT_DEBUG", "1")
+    with pytest.raises(ValueError, match="optim.epochs must be >= 1"):
+        main(["train", "demo", "optim.epochs=0"])
+
+
+def test_compile_notice_names_kernels_missing_from_the_cache(tmp_path, monkeypatch, capsys):
+    import types
+
+    from pointabstract import cli
+
+    def kernel(index, signatures=()):
+        cache = types.SimpleNamespace(_cache_file=types.SimpleNamespace(_index_path=str(index)))
+        return types.SimpleNamespace(_cache=cache, signatures=list(signatures))
+
+    (tmp_path / "cached.nbi").write_text("")
+    module = types.ModuleType("fake_kernels")
+    module.cached = kernel(tmp_path / "cached.nbi")
+    module.fresh = kernel(tmp_path / "fresh.nbi")
+    module.loaded = kernel(tmp_path / "loaded.nbi", signatures=["(float32[:],)"])  # compiled in this process
+    module.helper = len
+    assert cli.uncompiled_kernels([module]) == ["fake_kernels.fresh"]
+    assert all(name.startswith("pointabstract.ops.kernels.") for name in cli.uncompiled_kernels())
+    monkeypatch.setattr(cli, "uncompiled_kernels", lambda: ["fake_kernels.fresh"])
+    cli._compile_notice("train")
+    cli._compile_notice("data")
+    assert capsys.readouterr().err == "compiling pointabstract kernels (once per install, up to a minute or two)...\n"

@@ -204,8 +204,16 @@ def main(args) -> int:
     """Model size, centroid vs full attention scaling, and Table 3 over seeds."""
     import sys
 
+    from ..engine.run_dir import check_writable_file
     from .seeds import format_table, summarise, write_results
 
+    for name in ("repeats", "batch", "seeds"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if min(args.points) < 1:
+        raise ValueError(f"--points must all be >= 1, got {args.points}")
+    if args.out:
+        check_writable_file(args.out)
     command = "pointabstract " + " ".join(sys.argv[1:])
     text = []
     if not args.table3_only:

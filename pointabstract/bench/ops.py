@@ -198,6 +198,16 @@ def add_arguments(parser) -> None:
 
 def main(args) -> int:
     """FPS / KNN / Chamfer against every importable peer."""
+    from ..engine.distributed import check_device
+    from ..engine.run_dir import check_writable_file
+
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.threads < 0:
+        raise ValueError(f"--threads must be >= 0 (0: torch's default), got {args.threads}")
+    check_device(args.device, what="--device")
+    if args.out:
+        check_writable_file(args.out)
     if args.threads:
         torch.set_num_threads(args.threads)
     realdata = args.realdata if args.realdata.is_dir() else None

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["atomic_save", "load_checkpoint", "rng_state", "set_rng_state"]
+__all__ = ["atomic_save", "check_finite_weights", "load_checkpoint", "rng_state", "set_rng_state"]
 
 
 def atomic_save(obj, path: str | Path) -> Path:
@@ -42,10 +42,26 @@ def load_checkpoint(path: str | Path) -> dict:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # truncated or foreign file
         raise ValueError(f"{path} is not a readable checkpoint ({type(err).__name__}: {err})") from None
-    missing = {"model", "config", "epoch"} - set(ckpt) if isinstance(ckpt, dict) else {"model"}
-    if missing:
-        raise ValueError(f"{path} is not a pointabstract checkpoint (missing {sorted(missing)})")
+    missing = sorted({"model", "config", "epoch"} - set(ckpt)) if isinstance(ckpt, dict) else ["model"]
+    mappings = not missing and isinstance(ckpt["config"], dict) and isinstance(ckpt["model"], dict)
+    if not mappings or "model" not in ckpt["config"]:
+        plain = isinstance(ckpt, dict) and ckpt and all(torch.is_tensor(v) for v in ckpt.values())
+        kind = "a plain state_dict" if plain else f"a {type(ckpt).__name__}"
+        detail = (f"missing {missing}" if missing else "its config names no model" if mappings
+                  else "its 'config' / 'model' entries are not mappings")
+        raise ValueError(f"{path} is not a pointabstract checkpoint ({kind}, {detail}); "
+                         "give a last.pt / best.pt written by `pointabstract train`")
     return ckpt
+
+
+def check_finite_weights(state: dict, where: str) -> None:
+    """ValueError naming ``where`` when a floating-point tensor of ``state`` holds NaN or Inf
+    (the weights of a run that diverged must never be evaluated or trained on)."""
+    bad = [k for k, v in state.items()
+           if torch.is_tensor(v) and v.is_floating_point() and not v.isfinite().all()]
+    if bad:
+        raise ValueError(f"{where} holds NaN/Inf weights ({len(bad)} tensor(s), e.g. {bad[0]!r}): it was "
+                         "saved after training diverged; use an earlier checkpoint")
 
 
 def rng_state() -> dict:

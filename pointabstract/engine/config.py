@@ -19,8 +19,8 @@ import yaml
 
 from ..models import MODELS, model_config, model_task
 
-__all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "load_config", "preset_path",
-           "to_flat", "upgrade_flat"]
+__all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "check_config", "load_config",
+           "preset_path", "to_flat", "upgrade_flat"]
 
 PRESETS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -32,8 +32,8 @@ class DataConfig:
     num_points: int = 1024  # points per shape fed to the model
     sampling: str = "random"  # training subset of the stored points: first | random | fps
     use_normals: bool = False  # feed normals as extra per-point features
-    batch_size: int = 32  # per process
-    eval_batch_size: int = 64  # per process
+    batch_size: int = 32  # global training batch, split evenly over the DDP processes
+    eval_batch_size: int = 64  # per process (does not change the metrics)
     workers: int = 2  # DataLoader worker processes
 
 
@@ -64,6 +64,7 @@ class RunConfig:
     seed: int = 0  # model init, data order and augmentation
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     amp: bool = True  # mixed precision (bfloat16 autocast) on CUDA; ignored on CPU
+    sync_bn: bool = True  # DDP: BatchNorm statistics over the global batch (false: per process)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     log: LogConfig = field(default_factory=LogConfig)
@@ -158,7 +159,42 @@ def _from_flat(flat: dict) -> RunConfig:
         raise ValueError(f"unknown config key(s) {[f'task.{k}' for k in unknown]} for the '{cfg.task}' "
                          f"task; valid keys: {sorted(f'task.{k}' for k in types)}")
     cfg.task_args = {k: _coerce(f"task.{k}", types[k], v) for k, v in cfg.task_args.items()}
+    check_config(cfg)
     return cfg
+
+
+def _require(ok: bool, key: str, rule: str, value) -> None:
+    if not ok:
+        raise ValueError(f"{key} must be {rule}, got {value!r}")
+
+
+def check_config(cfg: RunConfig) -> None:
+    """The one place where the values of the typed sections are checked (types are checked as
+    they are read): a ValueError naming the key, the rule and what arrived."""
+    import math
+    import re
+
+    d, o, g = cfg.data, cfg.optim, cfg.log
+    _require(re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.device)) is not None, "device",
+             "auto, cpu, cuda or cuda:N", cfg.device)
+    _require(cfg.seed >= 0, "seed", ">= 0", cfg.seed)
+    _require(d.num_points >= 1, "data.num_points", ">= 1", d.num_points)
+    _require(d.sampling in ("first", "random", "fps"), "data.sampling", "first, random or fps", d.sampling)
+    _require(d.batch_size >= 1, "data.batch_size", ">= 1", d.batch_size)
+    _require(d.eval_batch_size >= 1, "data.eval_batch_size", ">= 1", d.eval_batch_size)
+    _require(d.workers >= 0, "data.workers", ">= 0", d.workers)
+    _require(o.epochs >= 1, "optim.epochs", ">= 1", o.epochs)
+    _require(o.optimizer in ("adam", "adamw"), "optim.optimizer", "adam or adamw", o.optimizer)
+    _require(o.schedule in ("step", "cosine"), "optim.schedule", "step or cosine", o.schedule)
+    _require(math.isfinite(o.lr) and o.lr > 0, "optim.lr", "positive and finite", o.lr)
+    _require(math.isfinite(o.weight_decay) and o.weight_decay >= 0, "optim.weight_decay", ">= 0 and finite",
+             o.weight_decay)
+    _require(o.step_size >= 1, "optim.step_size", ">= 1", o.step_size)
+    _require(0 < o.gamma <= 1, "optim.gamma", "in (0, 1]", o.gamma)
+    _require(math.isfinite(o.grad_clip) and o.grad_clip >= 0, "optim.grad_clip", ">= 0 and finite (0: off)",
+             o.grad_clip)
+    _require(g.eval_every >= 1, "log.eval_every", ">= 1", g.eval_every)
+    _require(bool(str(g.out_dir).strip()), "log.out_dir", "a folder", g.out_dir)
 
 
 # keys of checkpoints written before task settings had their own section
@@ -179,7 +215,14 @@ def _coerce(key: str, fld: dataclasses.Field, value):
         if not isinstance(value, bool):
             raise ValueError(f"{key} must be true or false, got {value!r}")
         return value
-    if isinstance(default, tuple) and isinstance(value, list):
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{key} must be a list like {list(default)}, got {value!r}")
+        kinds = {type(v) for v in default}
+        fits = all(type(v) in kinds or (float in kinds and type(v) is int) for v in value)
+        if len(kinds) == 1 and not fits:
+            raise ValueError(f"{key} must be a list of {kinds.pop().__name__}s like {list(default)}, "
+                             f"got {value!r}")
         return tuple(value)
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["DistContext", "init_distributed"]
+__all__ = ["DistContext", "check_device", "init_distributed"]
+
+DEVICES = "auto, cpu, cuda or cuda:N"
 
 
 @dataclass
@@ -36,6 +39,24 @@ class DistContext:
             torch.distributed.destroy_process_group()
 
 
+def check_device(device: str | torch.device, *, what: str = "device") -> torch.device:
+    """The torch device named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``), with a ValueError
+    naming ``what`` when the name is not one of those or this machine / torch build has no such GPU."""
+    name = str(device)
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", name):
+        raise ValueError(f"{what} must be cpu, cuda or cuda:N, got {name!r}")
+    dev = torch.device(name)
+    if dev.type == "cuda":
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if gpus == 0:
+            build = "a CPU-only torch build" if torch.version.cuda is None else "no GPU visible"
+            raise ValueError(f"{what} {name!r} asked for, but CUDA is not available here "
+                             f"({build}, torch {torch.__version__}); use cpu")
+        if dev.index is not None and dev.index >= gpus:
+            raise ValueError(f"{what} {name!r} asked for, but only {gpus} GPU(s) are visible")
+    return dev
+
+
 def init_distributed(device: str = "auto") -> DistContext:
     """Read torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK) and pick the device.
 
@@ -54,7 +75,7 @@ def init_distributed(device: str = "auto") -> DistContext:
             warnings.warn(f"{local_world} processes per node but {gpus} GPU(s): training on CPU "
                           f"with gloo (launch at most {gpus} processes per node to use the GPUs)",
                           stacklevel=2)
-    dev = torch.device(device)
+    dev = check_device(device)
     if dev.type == "cuda" and dev.index is None:
         if local >= gpus:
             raise ValueError(f"device='cuda' with {local_world} processes per node but {gpus} GPU(s): "

@@ -4,6 +4,7 @@ shares, the task's own section, and figure sections handed in by the caller."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ __all__ = ["write_report"]
 
 def write_report(metrics: dict, out: str | Path, *, task, title: str = "", curves: Path | None = None,
                  sections: list[str] = ()) -> Path:
-    """Write ``metrics.json`` and ``report.md`` (with the task's plots) under ``out``.
+    """Write ``report.md`` (with the task's plots), then ``metrics.json``, under ``out``.
 
     Args:
         metrics: the task's metrics plus ``model``, ``checkpoint``, ``epoch``, ``data_root``
@@ -28,7 +29,6 @@ def write_report(metrics: dict, out: str | Path, *, task, title: str = "", curve
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     if curves is not None and curves.exists() and curves.resolve() != (out / "curves.png").resolve():
         shutil.copy(curves, out / "curves.png")
     lines = [f"# {title or 'Evaluation of ' + str(metrics.get('model', 'model'))}", ""]
@@ -46,4 +46,7 @@ def write_report(metrics: dict, out: str | Path, *, task, title: str = "", curve
         if section:
             lines += [section, ""]
     (out / "report.md").write_text("\n".join(lines))
+    tmp = out / f".metrics.json.tmp-{os.getpid()}"  # written last and atomically: a run folder
+    tmp.write_text(json.dumps(metrics, indent=2))  # with metrics.json holds its whole report
+    os.replace(tmp, out / "metrics.json")
     return out / "report.md"

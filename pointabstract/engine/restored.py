@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from ..models import build_model
-from .checkpoint import load_checkpoint
+from .checkpoint import check_finite_weights, load_checkpoint
 from .config import RunConfig, load_config, upgrade_flat
+from .distributed import check_device
 from .tasks import task_class
 
 __all__ = ["Restored", "load_weights", "restore"]
@@ -48,6 +49,8 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
         ValueError: not a pointabstract checkpoint, data or weights that do not fit it.
     """
     ckpt = load_checkpoint(path)
+    check_finite_weights(ckpt["model"], str(path))
+    dev = check_device(device)
     flat = upgrade_flat(dict(ckpt["config"]))
     if data_root is not None:
         flat["data.root"] = str(data_root)
@@ -63,7 +66,6 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
     load_weights(model, ckpt["model"], f"{path} does not fit a '{cfg.model}' model built from its own "
                                        "config (written by another version of the code?)")
-    dev = torch.device(device)
     return Restored(model.to(dev).eval(), task, cfg, dataset, ckpt, Path(path), split, dev)
 
 

@@ -3,36 +3,43 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import random
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 from tqdm import tqdm
 
 from ..models import build_model
-from .checkpoint import atomic_save, load_checkpoint, rng_state, set_rng_state
-from .config import RunConfig, to_flat
+from .checkpoint import check_finite_weights, load_checkpoint, rng_state, set_rng_state
+from .config import RunConfig, to_flat, upgrade_flat
 from .distributed import DistContext, init_distributed
-from .plots import plot_curves
-from .report import write_report
+from .restored import load_weights
+from .run_dir import FREE_TO_CHANGE, RunLog, config_changes, prepare_out_dir, remove_stale_temporaries
+from .sync_bn import convert_sync_batchnorm
 from .tasks import task_class
 
-__all__ = ["ShardSampler", "build_optimizer", "make_loader", "train"]
+__all__ = ["ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader", "train"]
 
 
 class ShardSampler(torch.utils.data.Sampler):
     """Indices of one process's shard: a seeded shuffle per epoch (training) or the plain
-    order (evaluation), split round-robin over processes without padding or duplicates."""
+    order (evaluation), split round-robin over processes without padding or duplicates.
+
+    With ``batch_size`` (the global training batch, a multiple of ``world_size``), consecutive
+    per-process batches of ``batch_size / world_size`` together hold exactly the global batches
+    of a one-process run; a last global batch with fewer samples than processes (which would
+    leave a process without a batch) is dropped, which never happens with one process."""
 
     def __init__(self, n: int, *, rank: int = 0, world_size: int = 1, shuffle: bool = False,
-                 seed: int = 0):
+                 seed: int = 0, batch_size: int | None = None):
         self.n, self.rank, self.world, self.shuffle, self.seed = n, rank, world_size, shuffle, seed
         self.epoch = 0
+        tail = n % batch_size if batch_size else 0
+        self.used = n - tail if 0 < tail < world_size else n
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -43,10 +50,10 @@ class ShardSampler(torch.utils.data.Sampler):
             order = torch.randperm(self.n, generator=g).tolist()
         else:
             order = list(range(self.n))
-        return iter(order[self.rank :: self.world])
+        return iter(order[: self.used][self.rank :: self.world])
 
     def __len__(self) -> int:
-        return len(range(self.rank, self.n, self.world))
+        return len(range(self.rank, self.used, self.world))
 
 
 def build_optimizer(cfg: RunConfig, model: torch.nn.Module):
@@ -82,57 +89,111 @@ def make_loader(ds, sampler, batch_size: int, workers: int):
                                        multiprocessing_context="fork" if workers else None)
 
 
-def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None) -> dict:
+class TrainingDivergedError(ValueError):
+    """The training loss became NaN or Inf (or the weights did): the run stopped, and the last
+    checkpoint written (if any) is the last good one."""
+
+
+def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None,
+          allow_config_change: bool = False) -> dict:
     """Train ``cfg.model`` on ``cfg.task``; returns the last evaluation's metrics.
 
     The loop knows only the :class:`~pointabstract.engine.tasks.base.Task` protocol: the task
     gives datasets, the loss of a batch, metrics and which metric picks ``best.pt``.
 
+    Under DDP (torchrun) ``data.batch_size`` is the global batch, split evenly over the
+    processes; the loss of each process is weighted so that the gradient is that of the global
+    batch, ``sync_bn`` takes BatchNorm statistics over the global batch, and logged train
+    statistics are over all processes.
+
     Args:
         cfg: the run configuration; everything is written under ``cfg.log.out_dir``.
-        resume: continue from ``out_dir/last.pt`` (error if it is missing or from another model).
+        resume: continue from ``out_dir/last.pt`` (error if it is missing, from another model or
+            written with a different config); a run whose last epoch is done is finished
+            (best.pt, curves, metrics.json, report.md written again).
         max_epochs: stop after this many epochs of this call (simulates an interruption).
+        allow_config_change: on ``resume``, accept a config that differs from the checkpoint's
+            in keys outside :data:`~pointabstract.engine.run_dir.FREE_TO_CHANGE`; the changes
+            are appended to ``out_dir/config_changes.yaml``.
+
+    Raises:
+        TrainingDivergedError: the loss or the weights became NaN / Inf.
+        ValueError, FileNotFoundError, PermissionError, NotADirectoryError: user errors
+            (found before training starts).
     """
     ctx = init_distributed(cfg.device)
     try:
-        return _train(cfg, ctx, resume, max_epochs)
+        return _train(cfg, ctx, resume, max_epochs, allow_config_change)
     finally:
         ctx.close()
 
 
-def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None) -> dict:
+def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[dict, dict]:
+    """The checkpoint to resume from and the config changes since it was written."""
+    if not (out / "last.pt").is_file():
+        raise FileNotFoundError(f"nothing to resume in {out}: no last.pt (start without --resume)")
+    ckpt = load_checkpoint(out / "last.pt")
+    if ckpt["model_name"] != cfg.model:
+        raise ValueError(f"{out / 'last.pt'} holds a '{ckpt['model_name']}' model, "
+                         f"the config asks for '{cfg.model}'")
+    changes = config_changes(upgrade_flat(dict(ckpt["config"])), to_flat(cfg))
+    refused = {k: v for k, v in changes.items() if k not in FREE_TO_CHANGE}
+    if refused and not allow_config_change:
+        listed = ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in refused.items())
+        raise ValueError(f"--resume with a config that differs from the one {out / 'last.pt'} was trained "
+                         f"with: {listed}; pass --allow-config-change to continue with it anyway (the "
+                         f"change is recorded in config_changes.yaml), or use another log.out_dir")
+    check_finite_weights(ckpt["model"], str(out / "last.pt"))
+    return ckpt, changes
+
+
+def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None,
+           allow_config_change: bool) -> dict:
     out = Path(cfg.log.out_dir)
+    if cfg.data.batch_size % ctx.world_size:
+        raise ValueError(f"data.batch_size ({cfg.data.batch_size}) is the global batch and must divide "
+                         f"evenly over the {ctx.world_size} processes")
+    if ctx.is_main:
+        prepare_out_dir(out)
+        remove_stale_temporaries(out)
+    ckpt, changes = _resume_from(cfg, out, allow_config_change) if resume else (None, {})
     _seed_everything(cfg.seed)
     task = task_class(cfg.task)(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)
     core = model
     if ctx.distributed:
+        if cfg.sync_bn:
+            convert_sync_batchnorm(core)
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
     opt, sched = build_optimizer(cfg, core)
     sign = 1.0 if task.mode == "max" else -1.0  # best.pt keeps the largest sign * metric
     start, step, best, best_epoch = 0, 0, -math.inf, 0
-    if resume:
-        ckpt = load_checkpoint(out / "last.pt")
-        if ckpt["model_name"] != cfg.model:
-            raise ValueError(f"{out / 'last.pt'} holds a '{ckpt['model_name']}' model, "
-                             f"the config asks for '{cfg.model}'")
-        core.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        sched.load_state_dict(ckpt["scheduler"])
+    if ckpt is not None:
+        task.check_restore(ckpt.get("task_state", {}), str(out / "last.pt"))
+        where = f"{out / 'last.pt'} does not fit the '{cfg.model}' model of this config"
+        load_weights(core, ckpt["model"], where)
+        try:
+            opt.load_state_dict(ckpt["optimizer"])
+            sched.load_state_dict(ckpt["scheduler"])
+        except (ValueError, KeyError, RuntimeError) as err:
+            raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
+        _apply_optim_changes(opt, sched, cfg, changes)
         start, step, best, best_epoch = ckpt["epoch"], ckpt["step"], ckpt["best_metric"], ckpt["best_epoch"]
         set_rng_state(ckpt["rng"])
-    d = cfg.data
-    train_sampler = ShardSampler(len(train_ds), rank=ctx.rank, world_size=ctx.world_size, shuffle=True,
-                                 seed=cfg.seed)
-    train_loader = make_loader(train_ds, train_sampler, d.batch_size, d.workers)
-    test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=ctx.world_size),
-                          d.eval_batch_size, d.workers)
+    d, world = cfg.data, ctx.world_size
+    train_sampler = ShardSampler(len(train_ds), rank=ctx.rank, world_size=world, shuffle=True, seed=cfg.seed,
+                                 batch_size=d.batch_size)
+    train_loader = make_loader(train_ds, train_sampler, d.batch_size // world, d.workers)
+    test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=world),
+                              d.eval_batch_size, d.workers)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) \
         if cfg.amp and ctx.device.type == "cuda" else contextlib.nullcontext
-    log = _RunLog(out, cfg, resume, start) if ctx.is_main else None
-    metrics: dict = {}
+    log = RunLog(out, cfg, resume, start, changes) if ctx.is_main else None
+    if ctx.is_main and ckpt is not None:
+        log.repair_best(ckpt)
+    metrics: dict = dict(ckpt["metrics"]) if ckpt is not None else {}
     stop = cfg.optim.epochs if max_epochs is None else min(cfg.optim.epochs, start + max_epochs)
     for epoch in range(start, stop):
         train_ds.set_epoch(epoch)
@@ -141,7 +202,10 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         sched.step()
         row = {"epoch": epoch + 1, "step": step, **stats, "lr": opt.param_groups[0]["lr"]}
         if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == cfg.optim.epochs:
-            metrics = task.evaluate(model, test_loader, ctx.device, autocast=autocast)
+            try:
+                metrics = task.evaluate(core, test_loader, ctx.device, autocast=autocast)
+            except ValueError as err:
+                raise _diverged(err, f"while evaluating epoch {epoch + 1}", cfg) from err
             row.update({f"test_{k}": v for k, v in metrics.items()
                         if isinstance(v, (int, float)) and not isinstance(v, bool)})
             if sign * metrics[task.metric] > best:
@@ -154,74 +218,93 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
                      "best_metric": best, "best_epoch": best_epoch, "metrics": metrics}
             log.epoch(row, state, is_best=best_epoch == epoch + 1)
         ctx.barrier()
-    if ctx.is_main:
+    if ctx.is_main and stop == cfg.optim.epochs:
         log.finish(metrics, task, epoch=stop)
     return metrics
 
 
+def _apply_optim_changes(opt, sched, cfg: RunConfig, changes: dict) -> None:
+    """Make accepted ``optim.*`` changes take effect after the saved optimizer / scheduler state
+    was loaded (it holds the old values): a new lr scales the current and base lr (the step and
+    cosine schedules are multiplicative), weight decay, gamma and step size are replaced."""
+    o = cfg.optim
+    if "optim.lr" in changes:
+        old, new = changes["optim.lr"]
+        for group in opt.param_groups:
+            group["lr"] *= new / old
+            group["initial_lr"] = new
+        sched.base_lrs = [new for _ in sched.base_lrs]
+    for group in opt.param_groups:
+        group["weight_decay"] = o.weight_decay
+    if o.schedule == "step":
+        sched.gamma, sched.step_size = o.gamma, o.step_size
+
+
+def _diverged(err: ValueError, where: str, cfg: RunConfig) -> Exception:
+    """``err`` (an op refusing NaN/Inf values) as a TrainingDivergedError saying what happened;
+    other ValueErrors unchanged."""
+    if "NaN" not in str(err):
+        return err
+    return TrainingDivergedError(
+        f"the model's activations became NaN/Inf {where} (finite weights grown too large with optim.lr "
+        f"{cfg.optim.lr:g}: {err}); {_last_good(Path(cfg.log.out_dir))}")
+
+
+def _last_good(out: Path) -> str:
+    if (out / "last.pt").is_file():
+        epoch = load_checkpoint(out / "last.pt")["epoch"]
+        return f"the last good checkpoint is {out / 'last.pt'} (epoch {epoch})"
+    return "no checkpoint was written before (lower optim.lr or set optim.grad_clip)"
+
+
 def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
     model.train()
+    params = [p for p in model.parameters() if p.numel()]
     sums: dict[str, float] = {"loss": 0.0}
     seen, started = 0, time.perf_counter()
     bar = tqdm(loader, desc=f"epoch {epoch + 1}/{cfg.optim.epochs}", leave=False,
-               disable=not (ctx.is_main and cfg.log.progress))
+               disable=not (ctx.is_main and cfg.log.progress and sys.stderr.isatty()))
     for batch in bar:
-        with autocast():
-            loss, stats = task.step(model, batch, ctx.device)
+        try:
+            with autocast():
+                loss, stats = task.step(model, batch, ctx.device)
+        except ValueError as err:  # an op refusing NaN/Inf activations: say what happened
+            if not torch.isfinite(batch["pos"]).all():
+                raise ValueError(f"the training batch at epoch {epoch + 1} step {step + 1} holds NaN/Inf "
+                                 f"points ({err})") from None
+            raise _diverged(err, f"at epoch {epoch + 1} step {step + 1}", cfg) from err
+        n = len(batch["pos"])
+        # (samples here, any non-finite loss) summed over processes: the loss of each process is
+        # weighted by its share of the global batch (DDP averages gradients over processes)
+        flags = torch.stack([torch.tensor(float(n), device=loss.device),
+                             (~torch.isfinite(loss.detach())).any().float()])  # on the device: NCCL
+        if ctx.distributed:
+            torch.distributed.all_reduce(flags)
+        if flags[1] > 0:
+            raise TrainingDivergedError(f"loss became NaN/Inf at epoch {epoch + 1} step {step + 1} "
+                                        f"(optim.lr {cfg.optim.lr:g}); {_last_good(Path(cfg.log.out_dir))}")
+        weighted = loss * (ctx.world_size * n / float(flags[0])) if ctx.distributed else loss
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        weighted.backward()
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()
         step += 1
-        n = len(batch["pos"])
+        # the weights can overflow while the loss is still finite: never carry them to a checkpoint
+        if not torch.isfinite(torch.stack([p.detach().abs().amax().float() for p in params])).all():
+            raise TrainingDivergedError(f"the weights became NaN/Inf at epoch {epoch + 1} step {step} (loss "
+                                        f"{loss.item():.4g} before the step, optim.lr {cfg.optim.lr:g}); "
+                                        f"{_last_good(Path(cfg.log.out_dir))}")
         for key, value in {"loss": loss.item(), **stats}.items():
             sums[key] = sums.get(key, 0.0) + float(value) * n
         seen += n
         rate = seen / max(1e-9, time.perf_counter() - started)
         bar.set_postfix(loss=f"{loss.item():.3f}", samples_per_s=f"{rate:.0f}")
     elapsed = time.perf_counter() - started
-    means = {f"train_{key}": total / max(1, seen) for key, total in sums.items()}
-    return {**means, "samples_per_s": seen / max(1e-9, elapsed) * ctx.world_size, "epoch_s": elapsed}, step
-
-
-class _RunLog:
-    """Rank 0's outputs: config.yaml, metrics.jsonl, TensorBoard, checkpoints, plots."""
-
-    def __init__(self, out: Path, cfg: RunConfig, resume: bool, start: int):
-        out.mkdir(parents=True, exist_ok=True)
-        self.out, self.cfg = out, cfg
-        (out / "config.yaml").write_text(yaml.safe_dump(to_flat(cfg), sort_keys=True))
-        self.jsonl = out / "metrics.jsonl"
-        kept = []
-        if resume and self.jsonl.exists():  # drop epochs logged after the checkpoint
-            kept = [line for line in self.jsonl.read_text().splitlines()
-                    if line.strip() and json.loads(line)["epoch"] <= start]
-        self.jsonl.write_text("".join(line + "\n" for line in kept))
-        self.tb = None
-        if cfg.log.tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(str(out / "tb"), purge_step=start + 1 if resume else None)
-
-    def epoch(self, row: dict, state: dict, *, is_best: bool) -> None:
-        with self.jsonl.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        if self.tb is not None:
-            for key, value in row.items():
-                if key != "epoch" and isinstance(value, (int, float)):
-                    self.tb.add_scalar(key, value, row["epoch"])
-            self.tb.flush()
-        atomic_save(state, self.out / "last.pt")
-        if is_best:
-            atomic_save(state, self.out / "best.pt")
-
-    def finish(self, metrics: dict, task, *, epoch: int) -> None:
-        """curves.png, then metrics.json and report.md of the last evaluation."""
-        if self.tb is not None:
-            self.tb.close()
-        plot_curves(self.jsonl, self.out / "curves.png", panels=task.curves())
-        if metrics:
-            record = {**metrics, "model": self.cfg.model, "task": self.cfg.task, "epoch": epoch,
-                      "data_root": self.cfg.data.root}
-            write_report(record, self.out, task=task, title=f"Training run of {self.cfg.model}")
+    keys = sorted(sums)
+    totals = torch.tensor([sums[k] for k in keys] + [float(seen)], dtype=torch.float64, device=ctx.device)
+    if ctx.distributed:  # statistics of the global batch, not of rank 0's shard
+        torch.distributed.all_reduce(totals)
+    seen_all = float(totals[-1])
+    means = {f"train_{key}": float(total) / max(1.0, seen_all) for key, total in zip(keys, totals[:-1])}
+    return {**means, "samples_per_s": seen_all / max(1e-9, elapsed), "epoch_s": elapsed}, step

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from pointabstract.engine import atomic_save, evaluate_checkpoint, load_checkpoint, load_config, train
 
@@ -55,7 +56,7 @@ def test_resume_refuses_another_model(tiny_overrides, tmp_path):
 
 def test_atomic_save_survives_a_failure_mid_write(tmp_path, monkeypatch):
     path = tmp_path / "ck.pt"
-    atomic_save({"model": {}, "config": {}, "epoch": 1}, path)
+    atomic_save({"model": {}, "config": {"model": "m"}, "epoch": 1}, path)
 
     def broken_save(obj, f):
         f.write(b"partial bytes")
@@ -63,7 +64,7 @@ def test_atomic_save_survives_a_failure_mid_write(tmp_path, monkeypatch):
 
     monkeypatch.setattr(torch, "save", broken_save)
     with pytest.raises(KeyboardInterrupt):
-        atomic_save({"model": {}, "config": {}, "epoch": 2}, path)
+        atomic_save({"model": {}, "config": {"model": "m"}, "epoch": 2}, path)
     monkeypatch.undo()
     assert load_checkpoint(path)["epoch"] == 1
     assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]
@@ -71,7 +72,7 @@ def test_atomic_save_survives_a_failure_mid_write(tmp_path, monkeypatch):
 
 def test_atomic_save_survives_sigkill(tmp_path):
     path = tmp_path / "ck.pt"
-    atomic_save({"model": {}, "config": {}, "epoch": 1}, path)
+    atomic_save({"model": {}, "config": {"model": "m"}, "epoch": 1}, path)
     code = (f"import torch; from pointabstract.engine import atomic_save; import os, signal\n"
             f"big = {{'model': {{'w': torch.zeros(50_000_000)}}, 'config': {{}}, 'epoch': 2}}\n"
             f"real = torch.save\n"
@@ -97,6 +98,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_process_gloo_ddp(tiny_overrides, tmp_path):
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
             f"--master_port={_free_port()}",
@@ -106,3 +108,135 @@ def test_two_process_gloo_ddp(tiny_overrides, tmp_path):
     out = tmp_path / "run"
     assert (out / "last.pt").is_file() and len(list(out.glob("*.pt"))) == 2  # last + best, rank 0 only
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+    assert proc.stdout.count("test overall accuracy") == 1  # rank 0 alone prints the summary
+
+
+def test_resume_finishes_a_run_killed_in_its_final_phase(tiny_overrides, tmp_path):
+    out = tmp_path / "run"
+    cfg = load_config(None, tiny_overrides)
+    train(cfg)
+    expected = json.loads((out / "metrics.json").read_text())
+    # the state of a kill after the final last.pt: no metrics/report, best.pt one epoch behind
+    last = load_checkpoint(out / "last.pt")
+    last["best_epoch"] = last["epoch"]
+    atomic_save(last, out / "last.pt")
+    atomic_save({**last, "epoch": 1}, out / "best.pt")
+    for name in ("metrics.json", "report.md", "curves.png"):
+        (out / name).unlink()
+    metrics = train(cfg, resume=True)
+    assert json.loads((out / "metrics.json").read_text()) == expected
+    assert metrics["overall_accuracy"] == expected["overall_accuracy"]
+    assert (out / "report.md").is_file() and (out / "curves.png").is_file()
+    best = load_checkpoint(out / "best.pt")
+    assert best["epoch"] == 2 and all(torch.equal(best["model"][k], last["model"][k]) for k in last["model"])
+
+
+def test_resume_refuses_a_changed_config_unless_asked(tiny_overrides, tmp_path):
+    out = tmp_path / "run"
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    changed = load_config(None, [*tiny_overrides, "optim.epochs=2", "optim.lr=0.002", "data.num_points=40"])
+    with pytest.raises(ValueError, match=r"differs from the one .*last.pt was trained with: data.num_points 48 -> "
+                                         r"40, optim.lr 0.001 -> 0.002; pass --allow-config-change"):
+        train(changed, resume=True)
+    assert load_checkpoint(out / "last.pt")["epoch"] == 1  # nothing was touched
+    train(changed, resume=True, allow_config_change=True)
+    history = yaml.safe_load((out / "config_changes.yaml").read_text())
+    assert history[0]["epoch"] == 1 and history[0]["changes"]["optim.lr"] == {"from": 0.001, "to": 0.002}
+    assert set(history[0]["changes"]) == {"optim.lr", "data.num_points", "optim.epochs"}
+    assert yaml.safe_load((out / "config.yaml").read_text())["optim.lr"] == 0.002
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["lr"] == 0.001 and rows[1]["lr"] == 0.002  # the new lr is used, not the saved one
+    # longer training alone (optim.epochs) is not a change that needs asking
+    train(load_config(None, [*tiny_overrides, "optim.epochs=3", "optim.lr=0.002", "data.num_points=40"]),
+          resume=True)
+    assert load_checkpoint(out / "last.pt")["epoch"] == 3
+
+
+def test_resume_with_weights_that_do_not_fit_is_one_line(tiny_overrides, tmp_path):
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    wider = load_config(None, [*tiny_overrides, "model.widths=[8, 16, 16, 32]"])
+    with pytest.raises(ValueError, match=r"last.pt does not fit the 'centroid_transformer' model of this config: "
+                                         r"\d+ mis-shaped weights \(e.g. '.*'\)$"):
+        train(wider, resume=True, allow_config_change=True)
+
+
+def test_a_diverging_run_stops_and_keeps_the_last_good_checkpoint(tiny_overrides, tmp_path, monkeypatch):
+    from pointabstract.engine.tasks import ClassificationTask
+    from pointabstract.engine.trainer import TrainingDivergedError
+
+    real = ClassificationTask.step
+    calls = []
+
+    def step(self, model, batch, device):  # the loss turns NaN at the 5th step (epoch 2 of 3 per epoch)
+        loss, stats = real(self, model, batch, device)
+        calls.append(1)
+        return (loss * float("nan") if len(calls) == 5 else loss), stats
+
+    monkeypatch.setattr(ClassificationTask, "step", step)
+    out = tmp_path / "run"
+    with pytest.raises(TrainingDivergedError, match=r"loss became NaN/Inf at epoch 2 step 5 \(optim.lr 0.001\); "
+                                                    r"the last good checkpoint is .*last.pt \(epoch 1\)"):
+        train(load_config(None, tiny_overrides))
+    ckpt = load_checkpoint(out / "last.pt")
+    assert ckpt["epoch"] == 1 and all(v.isfinite().all() for v in ckpt["model"].values() if v.is_floating_point())
+
+
+def test_a_huge_learning_rate_is_stopped_by_the_nan_check(tiny_overrides, tmp_path):
+    from pointabstract.engine.trainer import TrainingDivergedError
+
+    diverged = r"(loss|weights|activations) became NaN/Inf (at epoch \d+ step \d+|while evaluating epoch \d+)"
+    with pytest.raises(TrainingDivergedError, match=diverged):
+        train(load_config(None, [*tiny_overrides, "optim.lr=1e6", "optim.epochs=4"]))
+    for name in ("last.pt", "best.pt"):
+        if (tmp_path / "run" / name).exists():
+            state = load_checkpoint(tmp_path / "run" / name)["model"]
+            assert all(v.isfinite().all() for v in state.values() if v.is_floating_point())
+
+
+def test_nan_weights_are_refused_by_restore_and_resume(tiny_overrides, tmp_path):
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    out = tmp_path / "run"
+    ckpt = load_checkpoint(out / "last.pt")
+    name = next(k for k, v in ckpt["model"].items() if v.is_floating_point())
+    ckpt["model"][name] = ckpt["model"][name] * float("nan")
+    atomic_save(ckpt, out / "last.pt")
+    with pytest.raises(ValueError, match=rf"last.pt holds NaN/Inf weights \(1 tensor\(s\), e.g. '{name}'\)"):
+        evaluate_checkpoint(out / "last.pt", out_dir=tmp_path / "eval")
+    with pytest.raises(ValueError, match=r"last.pt holds NaN/Inf weights"):
+        train(load_config(None, [*tiny_overrides, "optim.epochs=2"]), resume=True)
+
+
+def test_stale_checkpoint_temporaries_are_removed_at_start(tiny_overrides, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".last.pt.tmp-999999999").write_bytes(b"x" * 1000)
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    assert not list(out.glob(".*tmp*"))
+
+
+def test_logs_one_line_per_epoch_without_carriage_returns(tiny_overrides, capsys):
+    train(load_config(None, [*tiny_overrides, "log.progress=true"]))
+    captured = capsys.readouterr()
+    assert "\r" not in captured.out + captured.err
+    lines = [line for line in captured.out.splitlines() if line.startswith("epoch ")]
+    assert len(lines) == 2 and lines[1].startswith("epoch 2/2 ") and "train_loss" in lines[1]
+
+
+def test_nan_activations_in_evaluation_are_reported_as_divergence(tiny_overrides, tmp_path, monkeypatch):
+    from pointabstract.engine.tasks import ClassificationTask
+    from pointabstract.engine.trainer import TrainingDivergedError
+
+    real = ClassificationTask.evaluate
+    calls = []
+
+    def evaluate(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("query holds NaN or Inf values (first at index (0, 0, 0))")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClassificationTask, "evaluate", evaluate)
+    with pytest.raises(TrainingDivergedError, match=r"activations became NaN/Inf while evaluating epoch 2 \(finite "
+                                                    r"weights .*: query holds NaN.*\); the last good checkpoint is "
+                                                    r".*last.pt \(epoch 1\)"):
+        train(load_config(None, tiny_overrides))

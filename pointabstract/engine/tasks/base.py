@@ -46,11 +46,17 @@ class Task(Protocol):
 
     def step(self, model: torch.nn.Module, batch: dict, device: torch.device) -> tuple[torch.Tensor, dict]:
         """One training forward pass: ``(loss, stats)``; ``stats`` maps names to batch-mean floats
-        (e.g. ``{"accuracy": 0.8}``), averaged over the epoch by the trainer and logged as
-        ``train_<name>``. The loss is logged as ``train_loss``."""
+        (e.g. ``{"accuracy": 0.8}``), averaged over the epoch (and over DDP processes) by the
+        trainer and logged as ``train_<name>``. The loss is logged as ``train_loss``.
+
+        ``loss`` must be the mean over the batch's samples: under DDP the trainer weights it by
+        the process's share of the global batch so that the gradient is the global batch's.
+        Raise ValueError for bad data; a ValueError mentioning NaN from finite inputs is
+        reported as a diverged run."""
 
     def evaluate(self, model: torch.nn.Module, loader, device: torch.device, *, autocast) -> dict:
-        """Metrics over ``loader`` (reduced over processes when distributed). Must contain
+        """Metrics over ``loader`` (reduced over processes when distributed; ``model`` is the
+        bare module, not the DDP wrapper, and processes may see different batch counts). Must contain
         ``metric`` and ``samples``; every top-level int/float is logged as ``test_<name>``;
         other values (tables, matrices) must be JSON-serialisable."""
 

@@ -1,0 +1,71 @@
+"""A 2-process gloo run on CPU trains like a 1-process run with the same global batch.
+
+``data.batch_size`` is the global batch (each process takes half), each process's loss is
+weighted by its share of the global batch, BatchNorm statistics are over the global batch
+(``sync_bn``), so the two runs differ only by float summation order (measured: train loss
+within 6e-6). Tolerance: per-epoch train loss and train accuracy within 1e-4 (absolute); test
+accuracy within one test shape (1/12 here: a shape at a decision boundary may flip). Weights are
+not compared: Adam turns the float noise in the (mathematically zero) gradients of biases
+followed by BatchNorm into full-size steps (up to 0.017 apart), which BatchNorm cancels.
+"""
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pointabstract.engine import load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+TOLERANCE = 1e-4
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _train(launcher: list[str], args: list[str], out: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, *launcher, "-m", "pointabstract.cli", "train", "demo", *args,
+                           f"log.out_dir={out}", "log.progress=true"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_two_processes_match_one_with_the_same_global_batch(tiny_overrides, tmp_path):
+    args = [*tiny_overrides, "optim.epochs=3", "data.batch_size=8"]
+    one = _train([], args, tmp_path / "one")
+    two = _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}"],
+                 args, tmp_path / "two")
+    assert two.stdout.count("test overall accuracy") == 1  # rank 0 alone prints the summary
+    assert one.stdout.count("test overall accuracy") == 1
+    for a, b in zip(_rows(tmp_path / "one"), _rows(tmp_path / "two"), strict=True):
+        assert a["step"] == b["step"] and a["test_samples"] == b["test_samples"] == 12
+        for key in ("train_loss", "train_accuracy"):
+            assert abs(a[key] - b[key]) <= TOLERANCE, (key, a[key], b[key])
+        for key in ("test_overall_accuracy", "test_mean_class_accuracy"):
+            assert abs(a[key] - b[key]) <= 1 / 12 + 1e-9, (key, a[key], b[key])
+    assert load_checkpoint(tmp_path / "two" / "last.pt")["epoch"] == 3
+
+
+@pytest.mark.slow
+def test_a_global_batch_that_does_not_split_is_refused(tiny_overrides, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           f"--master_port={_free_port()}", "-m", "pointabstract.cli", "train", "demo",
+                           *tiny_overrides, "data.batch_size=7"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0
+    assert "error: data.batch_size (7) is the global batch and must divide evenly over the 2 processes" \
+        in proc.stderr
+    # (torchrun prints its own ChildFailedError traceback; none comes from our code)
+    assert "pointabstract/engine" not in proc.stderr and "pointabstract/cli" not in proc.stderr

@@ -1,0 +1,62 @@
+import os
+
+import pytest
+
+from pointabstract.engine.run_dir import (
+    check_writable_file,
+    config_changes,
+    prepare_out_dir,
+    record_config_changes,
+    remove_stale_temporaries,
+)
+
+
+def test_prepare_out_dir_creates_and_refuses_files(tmp_path):
+    assert prepare_out_dir(tmp_path / "a" / "b").is_dir()
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"log.out_dir .*/f is a file, not a folder"):
+        prepare_out_dir(tmp_path / "f")
+    with pytest.raises(NotADirectoryError, match=r"log.out_dir .*/f/run cannot be written: Not a directory"):
+        prepare_out_dir(tmp_path / "f" / "run")
+    with pytest.raises(PermissionError, match=r"log.out_dir /sys/pointabstract-test cannot be written"):
+        prepare_out_dir("/sys/pointabstract-test")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_prepare_out_dir_refuses_a_read_only_folder(tmp_path):
+    (tmp_path / "ro").mkdir(mode=0o500)
+    with pytest.raises(PermissionError, match="cannot be written: Permission denied"):
+        prepare_out_dir(tmp_path / "ro")
+
+
+def test_check_writable_file(tmp_path):
+    assert check_writable_file(tmp_path / "new" / "t.md") == tmp_path / "new" / "t.md"
+    assert not (tmp_path / "new" / "t.md").exists()
+    with pytest.raises(IsADirectoryError, match="is a folder; give a file name"):
+        check_writable_file(tmp_path)
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"--out .*/f/t.md: folder .*/f is a file, not a folder"):
+        check_writable_file(tmp_path / "f" / "t.md")
+
+
+def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
+    dead, live, other = (tmp_path / ".last.pt.tmp-999999999", tmp_path / f".best.pt.tmp-{os.getppid()}",
+                         tmp_path / ".notes.txt")
+    for path in (dead, live, other):
+        path.write_bytes(b"partial")
+    own = tmp_path / f".last.pt.tmp-{os.getpid()}"
+    own.write_bytes(b"partial")
+    assert sorted(remove_stale_temporaries(tmp_path)) == sorted([dead, own])
+    assert live.exists() and other.exists() and not dead.exists() and not own.exists()
+
+
+def test_config_changes_are_listed_and_recorded(tmp_path):
+    changes = config_changes({"optim.lr": 0.1, "seed": 0, "old.key": 1}, {"optim.lr": 0.2, "seed": 0, "new": 2})
+    assert changes == {"optim.lr": (0.1, 0.2)}
+    record_config_changes(tmp_path, changes, epoch=3)
+    path = record_config_changes(tmp_path, {"seed": (0, 1)}, epoch=5)
+    import yaml
+
+    history = yaml.safe_load(path.read_text())
+    assert [h["epoch"] for h in history] == [3, 5]
+    assert history[0]["changes"] == {"optim.lr": {"from": 0.1, "to": 0.2}}

@@ -1,0 +1,75 @@
+"""Global-batch BatchNorm: the maths against torch's BatchNorm in a one-process gloo group (the
+two-process equivalence is tests/engine/test_ddp_equivalence.py), and the conversion."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from pointabstract.engine.sync_bn import convert_sync_batchnorm, global_batch_norm
+from pointabstract.engine.trainer import ShardSampler
+from pointabstract.nn import PointBatchNorm
+
+
+@pytest.fixture
+def one_process_group(tmp_path):
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                                         world_size=1)
+    yield
+    torch.distributed.destroy_process_group()
+
+
+@pytest.mark.parametrize("layer, shape, channels_last", [(PointBatchNorm(5), (3, 7, 5), True),
+                                                         (nn.BatchNorm1d(5), (4, 5, 6), False),
+                                                         (nn.BatchNorm2d(5), (2, 5, 3, 3), False)])
+def test_matches_torch_batch_norm(one_process_group, layer, shape, channels_last):
+    torch.manual_seed(0)
+    with torch.no_grad():
+        layer.weight.uniform_(0.5, 1.5)
+        layer.bias.uniform_(-1, 1)
+    ours = copy.deepcopy(layer).train()
+    x = torch.randn(shape, dtype=torch.float64) * 3 + 1
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ref = layer.double().train()(a)
+    out = global_batch_norm(ours.double(), b, channels_last=channels_last)
+    torch.testing.assert_close(out, ref)
+    grad = torch.randn_like(ref)
+    ref.backward(grad)
+    out.backward(grad)
+    torch.testing.assert_close(b.grad, a.grad)
+    torch.testing.assert_close(ours.weight.grad, layer.weight.grad)
+    torch.testing.assert_close(ours.running_mean, layer.running_mean)
+    torch.testing.assert_close(ours.running_var, layer.running_var)
+    assert int(ours.num_batches_tracked) == 1
+
+
+def test_conversion_keeps_names_and_single_process_behaviour():
+    model = nn.Sequential(nn.Linear(3, 4), PointBatchNorm(4), nn.Sequential(nn.BatchNorm1d(4)))
+    keys = list(model.state_dict())
+    x = torch.randn(2, 6, 4)
+    before = model[1](x)
+    convert_sync_batchnorm(model)
+    assert type(model[1]).__name__ == "GlobalPointBatchNorm" and isinstance(model[1], PointBatchNorm)
+    assert type(model[2][0]).__name__ == "GlobalBatchNorm1d"
+    assert list(model.state_dict()) == keys
+    torch.testing.assert_close(model[1](x), before)  # no process group: the original layer
+    convert_sync_batchnorm(model)  # twice is harmless
+    assert type(model[1]).__name__ == "GlobalPointBatchNorm"
+
+
+@pytest.mark.parametrize("n, batch, world", [(24, 8, 2), (25, 8, 2), (26, 8, 2), (23, 6, 3), (7, 4, 2)])
+def test_process_batches_make_up_the_global_batches(n, batch, world):
+    one = ShardSampler(n, shuffle=True, seed=3, batch_size=batch)
+    order = list(one)
+    shards = []
+    for rank in range(world):
+        sampler = ShardSampler(n, rank=rank, world_size=world, shuffle=True, seed=3, batch_size=batch)
+        idx = list(sampler)
+        assert len(idx) == len(sampler)
+        shards.append([idx[i : i + batch // world] for i in range(0, len(idx), batch // world)])
+    assert len({len(s) for s in shards}) == 1  # every process runs the same number of steps
+    for step, parts in enumerate(zip(*shards)):
+        assert sorted(sum(parts, [])) == sorted(order[step * batch : (step + 1) * batch])
+    dropped = n % batch if 0 < n % batch < world else 0
+    assert sum(len(s) for shard in shards for s in shard) == n - dropped

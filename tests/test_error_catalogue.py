@@ -1,0 +1,209 @@
+"""The error catalogue: bad inputs a user can give, and the error each one gets.
+
+This table is documentation as much as a test: every row is a realistic mistake (wrong shape,
+wrong type, out-of-range value, missing or damaged file, bad config key, bad command line) and
+the exact error type and message it must produce. A message names the argument (or file, or
+config key) and shows what arrived. Every new public function adds its rows here; a row whose
+message changes on purpose is updated in the same commit.
+
+Sections: ops, models, transforms and loaders, files and checkpoints, configs, command line
+(the CLI rows check the single ``error:`` line and exit code 2, never a traceback).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from pointabstract import data, ops
+from pointabstract.cli import main
+from pointabstract.data import LayoutNotFoundError
+from pointabstract.engine import load_checkpoint, load_config
+from pointabstract.engine.distributed import check_device
+from pointabstract.models import build_model
+
+P = torch.rand(2, 64, 3, generator=torch.Generator().manual_seed(0))
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+# (id, call(tmp_path), error type, message regex)
+ROWS = [
+    # --- ops ---------------------------------------------------------------------------------
+    ("knn: unbatched query", lambda t: ops.knn(torch.rand(64, 3), P, 4), ValueError,
+     r"query must have shape \(B, N, C\), got \(64, 3\)"),
+    ("knn: k = 0", lambda t: ops.knn(P, P, 0), ValueError, r"k must be a positive int, got 0"),
+    ("knn: k > N", lambda t: ops.knn(P, P, 65), ValueError, r"k must be at most N = 64, got 65"),
+    ("knn: integer points", lambda t: ops.knn(P.long(), P.long(), 4), TypeError,
+     r"query must be a floating-point tensor, got dtype torch.int64"),
+    ("knn: NaN points", lambda t: ops.knn(P * float("nan"), P, 4), ValueError,
+     r"query holds NaN or Inf values \(first at index \(0, 0, 0\)\)"),
+    ("knn: batch sizes differ", lambda t: ops.knn(P, torch.rand(3, 64, 3), 4), ValueError,
+     r"query and ref must have the same batch size B, got 2 and 3"),
+    ("knn: a list, not a tensor", lambda t: ops.knn([[0.0, 0.0, 0.0]], P, 4), TypeError,
+     r"query must be a torch.Tensor, got list"),
+    ("knn: unknown backend", lambda t: ops.knn(P, P, 4, backend="magic"), ValueError,
+     r"backend must be 'auto' or one of \[.*\] for knn, got 'magic'"),
+    ("knn: lengths beyond N", lambda t: ops.knn(P, P, 4, query_lengths=torch.tensor([70, 3])), ValueError,
+     r"query_lengths must lie in \[1, 64\] \(N = 64\), got values in \[3, 70\]"),
+    ("fps: m = 0", lambda t: ops.farthest_point_sample(P, 0), ValueError, r"m must be a positive int, got 0"),
+    ("fps: m > N", lambda t: ops.farthest_point_sample(P, 65), ValueError, r"m must be at most N = 64, got 65"),
+    ("fps: float m", lambda t: ops.farthest_point_sample(P, 3.5), TypeError, r"m must be an int, got float"),
+    ("fps: unknown start", lambda t: ops.farthest_point_sample(P, 4, start="middle"), ValueError,
+     r"start must be one of \['first', 'random'\], got 'middle'"),
+    ("ball_query: negative radius", lambda t: ops.ball_query(P, P, -1.0, 4), ValueError,
+     r"radius must be a positive finite number, got -1.0"),
+    ("ball_query: NaN radius", lambda t: ops.ball_query(P, P, float("nan"), 4), ValueError,
+     r"radius must be a positive finite number, got nan"),
+    ("chamfer: 4 channels", lambda t: ops.chamfer_distance(P, torch.rand(2, 64, 4)), ValueError,
+     r"y must have shape \(B, N, 3\), got \(2, 64, 4\)"),
+    ("chamfer: empty cloud", lambda t: ops.chamfer_distance(torch.rand(2, 0, 3), P), ValueError,
+     r"x must hold at least one cloud of at least one point, got \(2, 0, 3\)"),
+    ("gather_points: index out of range", lambda t: ops.gather_points(P, torch.tensor([[0, 99]] * 2)),
+     ValueError, r"idx values must lie in \[-1, 63\], got values in \[0, 99\]"),
+    ("gather_points: float index", lambda t: ops.gather_points(P, torch.zeros(2, 3)), TypeError,
+     r"idx must have dtype int64, got torch.float32"),
+    ("knn_graph: k = 0", lambda t: ops.knn_graph(torch.rand(10, 3), 0), ValueError,
+     r"k must be a positive int, got 0"),
+    ("random_sample: m > N", lambda t: ops.random_sample(P, 100), ValueError, r"m must be at most N = 64, got 100"),
+    ("kmeans_sample: negative iters", lambda t: ops.kmeans_sample(P, 4, iters=-1), ValueError,
+     r"iters must be an int >= 0, got -1"),
+    ("knn_interpolate: k = 0",
+     lambda t: ops.knn_interpolate(torch.rand(2, 8, 5), torch.rand(2, 8, 3), P, k=0), ValueError,
+     r"k must be a positive int, got 0"),
+    # --- models ------------------------------------------------------------------------------
+    ("build_model: unknown name", lambda t: build_model("pointnet"), ValueError,
+     r"unknown model 'pointnet'; choose from \[.*'centroid_transformer'"),
+    ("build_model: unknown config field", lambda t: build_model("centroid_transformer", depth=3), ValueError,
+     r"unknown config key\(s\) \['depth'\] for model 'centroid_transformer'; valid keys: \["),
+    ("build_model: widths of the wrong length", lambda t: build_model("centroid_transformer", widths=(8,)),
+     ValueError, r"widths must list 4 block widths and ratios 2 ratios, got \(8,\)"),
+    # --- transforms and loaders --------------------------------------------------------------
+    ("ModelNet40: no dataset at root", lambda t: data.ModelNet40(t / "nothing", "train"), LayoutNotFoundError,
+     r"no ModelNet layout found under .*nothing; looked for:"),
+    ("ModelNet40: unknown split", lambda t: data.ModelNet40(t, "val"), ValueError,
+     r"split must be one of \('train', 'test'\), got 'val'"),
+    ("ModelNet40: unknown sampling", lambda t: data.ModelNet40(t, "train", sampling="best"), ValueError,
+     r"sampling must be one of \('first', 'random', 'fps'\), got 'best'"),
+    ("ModelNet40: num_points = 0", lambda t: data.ModelNet40(t, "train", num_points=0), ValueError,
+     r"num_points must be a positive int or None, got 0"),
+    ("ShapeNetPart: no dataset at root", lambda t: data.ShapeNetPart(t / "nothing", "train"),
+     LayoutNotFoundError, r"no ShapeNetPart layout found under .*nothing"),
+    ("RandomScale: high < low", lambda t: data.RandomScale(2, 1), ValueError,
+     r"high must be a finite number in \[2.0, inf\), got 1.0"),
+    ("RandomScale: negative low", lambda t: data.RandomScale(-1, 1), ValueError,
+     r"low must be a finite number in \(0.0, inf\), got -1.0"),
+    ("RandomTranslate: negative shift", lambda t: data.RandomTranslate(-0.1), ValueError,
+     r"max_shift must be a finite number in \[0.0, inf\), got -0.1"),
+    ("RandomRotate: unknown axis", lambda t: data.RandomRotate("w"), ValueError,
+     r"axis must be one of \['x', 'y', 'z'\], got 'w'"),
+    ("Jitter: negative sigma", lambda t: data.Jitter(sigma=-1), ValueError,
+     r"sigma must be a finite number in \[0.0, inf\), got -1.0"),
+    ("RandomDropout: ratio >= 1", lambda t: data.RandomDropout(1.5), ValueError,
+     r"max_ratio must be a finite number in \[0.0, 1.0\), got 1.5"),
+    ("Compose: not callables", lambda t: data.Compose([1, 2]), TypeError, r"transforms\[0\] is not callable: 1"),
+    ("Resample: n = 0", lambda t: data.Resample(0), ValueError, r"n must be >= 1, got 0"),
+    ("collate: no samples", lambda t: data.collate([]), ValueError,
+     r"samples is empty: cannot collate a batch of 0 samples"),
+    ("collate: sample without pos", lambda t: data.collate([{"label": 1}]), ValueError,
+     r"sample 0 has no 'pos' \(keys: \['label'\]\)"),
+    ("sample_surface: no faces",
+     lambda t: data.sample_surface(np.zeros((3, 3)), np.zeros((0, 3), dtype=np.int64), 10,
+                                   rng=np.random.default_rng(0)),
+     ValueError, r"faces must have shape \(F, 3\) with F > 0, got \(0, 3\)"),
+    ("generate_synthetic: no shapes per class",
+     lambda t: data.generate_synthetic(t / "s", train_per_class=0, progress=False), ValueError,
+     r"train_per_class must be an int >= 1, got 0"),
+    # --- files and checkpoints ---------------------------------------------------------------
+    ("read_off: missing file", lambda t: data.read_off(t / "none.off"), ValueError,
+     r"none.off: cannot read OFF file \(\[Errno 2\] No such file or directory"),
+    ("read_off: empty file", lambda t: data.read_off(_write(t / "e.off", "")), ValueError,
+     r"e.off: empty file \(no OFF header\)"),
+    ("read_off: wrong header", lambda t: data.read_off(_write(t / "b.off", "PLY\n1 0 0\n0 0 0\n")), ValueError,
+     r"b.off:1: expected the header 'OFF', got 'PLY'"),
+    ("read_off: truncated", lambda t: data.read_off(_write(t / "s.off", "OFF\n3 1 0\n0 0 0\n1 1 1\n")),
+     ValueError, r"s.off:4: truncated file: the header announces 3 vertices and 1 faces, found 2 data lines"),
+    ("verify_md5: malformed digest", lambda t: data.verify_md5(t / "a.zip", "abc"), ValueError,
+     r"expected must be a 32-digit md5 hex digest, got 'abc'"),
+    ("verify_md5: altered download", lambda t: data.verify_md5(_write(t / "a.zip", "x"), "0" * 32), ValueError,
+     r"a.zip: md5 9dd4e461268c8034f5c8564e155c67a6 does not match the expected 0{32} \(incomplete or altered"),
+    ("checkpoint: missing", lambda t: load_checkpoint(t / "none.pt"), FileNotFoundError,
+     r"checkpoint .*none.pt does not exist"),
+    ("checkpoint: not a torch file", lambda t: load_checkpoint(_write(t / "g.pt", "garbage")), ValueError,
+     r"g.pt is not a readable checkpoint \(UnpicklingError"),
+    ("checkpoint: a plain state_dict",
+     lambda t: load_checkpoint(torch.save(torch.nn.Linear(2, 2).state_dict(), t / "sd.pt") or t / "sd.pt"),
+     ValueError, r"sd.pt is not a pointabstract checkpoint \(a plain state_dict, missing \['config', 'epoch'"),
+    ("checkpoint: another project's dict",
+     lambda t: load_checkpoint(torch.save({"model": {}, "config": {"lr": 1}, "epoch": 3}, t / "o.pt") or t / "o.pt"),
+     ValueError, r"o.pt is not a pointabstract checkpoint \(a dict, its config names no model\)"),
+    # --- configs -----------------------------------------------------------------------------
+    ("config: unknown key", lambda t: load_config(None, ["optim.lr_rate=1"]), ValueError,
+     r"unknown config key\(s\) \['optim.lr_rate'\]; valid keys: \["),
+    ("config: wrong type", lambda t: load_config(None, ["optim.epochs=ten"]), ValueError,
+     r"optim.epochs must be a int, got 'ten'"),
+    ("config: unknown preset", lambda t: load_config("nosuchpreset"), FileNotFoundError,
+     r"no config file 'nosuchpreset' and no preset of that name; presets: \["),
+    ("config: task the model does not serve", lambda t: load_config(None, ["task=segmentation"]), ValueError,
+     r"model 'centroid_transformer' serves the 'classification' task, the config asks for task 'segmentation'"),
+    ("config: unknown sampling", lambda t: load_config(None, ["data.sampling=best"]), ValueError,
+     r"data.sampling must be first, random or fps, got 'best'"),
+    ("config: zero epochs", lambda t: load_config(None, ["optim.epochs=0"]), ValueError,
+     r"optim.epochs must be >= 1, got 0"),
+    ("config: infinite lr", lambda t: load_config(None, ["optim.lr=inf"]), ValueError,
+     r"optim.lr must be positive and finite, got inf"),
+    ("config: negative lr", lambda t: load_config(None, ["optim.lr=-1e-3"]), ValueError,
+     r"optim.lr must be positive and finite, got -0.001"),
+    ("config: widths not a list", lambda t: load_config(None, ["model.widths=abcd"]), ValueError,
+     r"model.widths must be a list like \[.*\], got 'abcd'"),
+    ("config: device tpu", lambda t: load_config(None, ["device=tpu"]), ValueError,
+     r"device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+    ("config: zero batch", lambda t: load_config(None, ["data.batch_size=0"]), ValueError,
+     r"data.batch_size must be >= 1, got 0"),
+    ("device: unknown name", lambda t: check_device("gpu0"), ValueError,
+     r"device must be cpu, cuda or cuda:N, got 'gpu0'"),
+]
+
+CLI_ROWS = [
+    ("train: unknown config key", ["train", "demo", "optim.lr_rate=3"], r"unknown config key\(s\) \['optim.lr_rate'\]"),
+    ("train: log.out_dir under a file", ["train", "demo", "log.out_dir={file}/run", "data.root={tmp}/nothing"],
+     r"log.out_dir .*file/run cannot be written: Not a directory"),
+    ("train: resume with nothing to resume", ["train", "demo", "--resume", "log.out_dir={tmp}/none"],
+     r"nothing to resume in .*none: no last.pt"),
+    ("train: no dataset", ["train", "demo", "data.root={tmp}/nothing", "log.out_dir={tmp}/run"],
+     r"no ModelNet layout found under .*nothing"),
+    ("eval: foreign checkpoint", ["eval", "{file}"], r"file is not a readable checkpoint"),
+    ("data md5: missing file", ["data", "md5", "{tmp}/none.zip"], r"No such file or directory"),
+    ("eval: negative votes", ["eval", "{file}", "--votes", "-3"], r"votes must be a positive integer, got -3"),
+    ("bench ops: unknown device", ["bench", "ops", "--device", "tpu"],
+     r"--device must be cpu, cuda or cuda:N, got 'tpu'"),
+    ("train: model.widths not a list", ["train", "demo", "model.widths=abcd"], r"model.widths must be a list"),
+    ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0"),
+    ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
+def test_api_errors(call, error, pattern, tmp_path):
+    with pytest.raises(error, match=pattern):
+        call(tmp_path)
+
+
+@pytest.mark.parametrize("argv, pattern", [row[1:] for row in CLI_ROWS], ids=[row[0] for row in CLI_ROWS])
+def test_cli_errors(argv, pattern, tmp_path, capsys):
+    (tmp_path / "file").write_text("not a checkpoint")
+    argv = [a.format(tmp=tmp_path, file=tmp_path / "file") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    assert re.search(pattern, err.splitlines()[0]), err
+
+
+def test_the_catalogue_is_long_enough():
+    assert len(ROWS) + len(CLI_ROWS) >= 40
