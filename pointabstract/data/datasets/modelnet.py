@@ -173,7 +173,8 @@ class ModelNet40(PointDataset):
             <class>/<id>.txt                   10,000 rows x,y,z,nx,ny,nz; y is up
         root/ModelNet40/                     original meshes, 9,843 train / 2,468 test
             <class>/{train,test}/<id>.off      z is up, each mesh in its own units; sampled
-                                               once into an HDF5 cache (mesh_points, cache_dir)
+                                               once into an HDF5 cache (mesh_points, cache_dir);
+                                               .OFF / .Off extensions are read too
 
     Coordinates are returned as stored: nothing is rotated to a common up axis or normalised
     (use :mod:`pointabstract.data.transforms`). Every file read is validated (shapes, counts,

@@ -187,8 +187,14 @@ def write_off(path: str | Path, vertices: np.ndarray, faces: np.ndarray) -> None
 
 
 def find_meshes(folder: str | Path, split: str) -> list[Path]:
-    """The meshes ``folder/<class>/<split>/*.off``, sorted by path."""
-    return sorted(Path(folder).glob(f"*/{split}/*.off"))
+    """The meshes ``folder/<class>/<split>/*.off``, sorted by path.
+
+    The extension is matched in any case (``.off``, ``.OFF``, ``.Off``): archives unpacked on
+    a case-insensitive file system, or re-exported by some tools, carry upper-case names, and a
+    user of ModelNet expects them read, not skipped.
+    """
+    found = (p for p in Path(folder).glob(f"*/{split}/*") if p.suffix.lower() == ".off" and p.is_file())
+    return sorted(found)
 
 
 def sample_mesh(path: str | Path, n: int, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -256,7 +262,8 @@ def _stale_reason(cache: Path, signature: str, names: list[str], stats: np.ndarr
 def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...], mesh_points: int = 2048,
                       seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True,
                       workers: int = 0) -> Path:
-    """Sample every mesh of ``folder/<class>/<split>/*.off`` once into an HDF5 cache.
+    """Sample every mesh of ``folder/<class>/<split>/*.off`` (any case, see :func:`find_meshes`)
+    once into an HDF5 cache.
 
     The cache ``<cache_dir or folder>/<folder name>_<split>_<mesh_points>pts_seed<seed>.h5``
     holds ``data`` (S, P, 3) float32 points, ``normal`` (S, P, 3) float32 face normals,
@@ -288,7 +295,7 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
         raise ValueError(f"mesh_points must be >= 1, got {mesh_points}")
     files = find_meshes(folder, split)
     if not files:
-        raise ValueError(f"{folder}: no <class>/{split}/*.off mesh found")
+        raise ValueError(f"{folder}: no <class>/{split}/*.off mesh found (extension in any case)")
     names = [f.relative_to(folder).as_posix() for f in files]
     labels = []
     for path in files:

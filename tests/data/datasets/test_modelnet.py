@@ -122,6 +122,19 @@ def test_off_layout_is_cached_once_and_resampled_only_when_asked(tmp_path):
         ModelNet40(root, "train", num_points=32, cache_dir=tmp_path / "cache", mesh_points=16)[0]
 
 
+def test_off_layout_with_only_upper_case_extensions_is_found_and_read(tmp_path):
+    rng = np.random.default_rng(0)
+    paths = write_modelnet_off(tmp_path / "ModelNet40", "train", meshes=random_meshes(2, rng),
+                               labels=np.array([0, 8]))
+    for path in paths:
+        path.rename(path.with_suffix(".OFF"))
+    assert detect_layout(tmp_path) == ("off", tmp_path / "ModelNet40")
+    data = ModelNet40(tmp_path, "train", num_points=32, mesh_points=32, progress=False)
+    assert list(data.labels) == [0, 8] and data.sources[1].endswith("chair_0002.OFF")
+    fresh = ModelNet40(tmp_path, "train", num_points=32, mesh_points=32, resample_meshes=True)
+    assert len(fresh) == 2 and fresh[1]["pos"].shape == (32, 3)
+
+
 def test_same_samples_with_any_number_of_workers(hdf5_root):
     data = ModelNet40(hdf5_root[0], "train", num_points=16, sampling="random")
     batches = []

@@ -169,6 +169,23 @@ def test_rebuild_says_what_changed(tmp_path, capsys):
     assert _cached_points(cache).shape == (5, 16, 3)
 
 
+def test_upper_case_extensions_are_meshes_too(tmp_path):
+    root = _off_tree(tmp_path)
+    (root / "bed" / "train" / "bed_0002.off").rename(root / "bed" / "train" / "bed_0002.OFF")
+    (root / "chair" / "train" / "chair_0001.off").rename(root / "chair" / "train" / "chair_0001.Off")
+    (root / "chair" / "train" / "notes.offset").write_text("not a mesh")
+    (root / "chair" / "train" / "folder.off").mkdir()
+    assert [p.name for p in find_meshes(root, "train")] == ["bed_0001.off", "bed_0002.OFF",
+                                                          "chair_0001.Off", "chair_0002.off"]
+    cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=16, progress=False)
+    import h5py
+
+    with h5py.File(cache) as handle:
+        assert [s.decode() for s in handle["source"]][1:3] == ["bed/train/bed_0002.OFF",
+                                                               "chair/train/chair_0001.Off"]
+        np.testing.assert_array_equal(handle["label"][()], [2, 2, 8, 8])
+
+
 def test_cache_is_the_same_with_workers_and_refuses_unknown_classes(tmp_path):
     root = _off_tree(tmp_path)
     a = prepare_off_cache(root, "test", classes=MODELNET40, mesh_points=32, progress=False,
