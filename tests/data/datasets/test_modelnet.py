@@ -191,6 +191,27 @@ def test_corrupt_hdf5_files_are_named(tmp_path):
         ModelNet40(tmp_path, "train")
 
 
+def _relabel(path, labels):
+    with h5py.File(path, "a") as handle:
+        del handle["label"]
+        handle["label"] = labels
+
+
+def test_float_hdf5_labels_are_refused_unless_whole(tmp_path):
+    folder = tmp_path / "modelnet40_ply_hdf5_2048"
+    pos, _ = _clouds(3, 16)
+    write_modelnet_hdf5(folder, "train", pos=pos, labels=np.array([1, 2, 3]), files=2)
+    _relabel(folder / "ply_data_train0.h5", np.array([[8.0], [2.0]], np.float32))  # whole: accepted
+    data = ModelNet40(tmp_path, "train", num_points=8)
+    assert list(data.labels) == [8, 2, 3] and data.labels.dtype == np.int64 and data[0]["label"] == 8
+    _relabel(folder / "ply_data_train1.h5", np.array([[7.5]]))
+    with pytest.raises(ValueError, match=r"ply_data_train1\.h5: labels must be whole numbers, got 7\.5 at sample 0"):
+        ModelNet40(tmp_path, "train")
+    _relabel(folder / "ply_data_train0.h5", np.array([[2.0], [0.5]]))
+    with pytest.raises(ValueError, match=r"ply_data_train0\.h5: labels must be whole numbers, got 0\.5 at sample 1"):
+        ModelNet10(tmp_path, "train")
+
+
 def test_corrupt_resampled_files_are_named(txt_root):
     root, _, _ = txt_root
     folder = root / "modelnet40_normal_resampled"
