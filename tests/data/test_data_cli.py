@@ -48,6 +48,29 @@ def test_info_reports_problems_and_nothing_found(tmp_path, capsys):
     assert "no ModelNet layout found" in out and "no ShapeNetPart layout found" in out
 
 
+def test_info_counts_upper_case_meshes(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    paths = write_modelnet_off(tmp_path / "ModelNet40", "train", meshes=random_meshes(2, rng),
+                               labels=np.array([0, 8]))
+    paths[0].rename(paths[0].with_suffix(".OFF"))
+    assert main(["data", "info", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "  train: 2 meshes; caches: none" in out and "    airplane 1, chair 1" in out
+
+
+def test_info_reports_float_labels_as_a_problem(tmp_path, capsys):
+    import h5py
+
+    _modelnet(tmp_path)
+    with h5py.File(tmp_path / "modelnet40_ply_hdf5_2048" / "ply_data_train0.h5", "a") as handle:
+        del handle["label"]
+        handle["label"] = np.array([[8.0], [8.0], [0.5], [0.0], [8.0]])
+    assert main(["data", "info", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 problem(s):" in out and "no problems found" not in out
+    assert "ply_data_train0.h5: labels must be whole numbers, got 0.5 at sample 2" in out
+
+
 def test_prepare_writes_the_mesh_cache(tmp_path, capsys):
     _modelnet(tmp_path)
     cache_dir = tmp_path / "cache"

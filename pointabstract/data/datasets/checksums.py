@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ARCHIVES", "Archive", "check_columns", "check_finite", "file_md5", "read_h5",
+__all__ = ["ARCHIVES", "Archive", "check_columns", "check_finite", "check_whole", "file_md5", "read_h5",
            "verify_md5"]
 
 
@@ -107,6 +107,34 @@ def check_finite(source: str, array: np.ndarray, *, name: str, unit: str = "row"
     bad = np.flatnonzero(~np.isfinite(flat).all(axis=1))
     if len(bad):
         raise ValueError(f"{source}: non-finite {name} (NaN or Inf) at {unit} {bad[0] + first}")
+
+
+def check_whole(source: str, values: np.ndarray, *, name: str, unit: str = "sample", first: int = 0) -> None:
+    """Raise naming ``source``, the first value that is not a whole number and its ``unit``.
+
+    Class labels and part ids are cast to int64 after reading; a float 7.5 would silently
+    become 7. Integer dtypes pass; floats pass when every value is integer-valued (3.0); any
+    other dtype (strings, complex) is refused.
+
+    Args:
+        source: the file (and sample) named in the error.
+        values: (S, ...) the values read; the error names the first row ``S`` (numbered from
+            ``first``) holding a bad value.
+        name: what the values are, plural (``"labels"``, ``"part ids"``).
+    """
+    values = np.asarray(values)
+    if values.dtype.kind in "biu" or values.size == 0:
+        return
+    if values.dtype.kind != "f":
+        raise ValueError(f"{source}: {name} must be whole numbers, got values of dtype {values.dtype}")
+    flat = values.reshape(len(values), -1) if values.ndim else values.reshape(1, 1)  # (S, *)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(flat) & (flat == np.round(flat)))
+    rows = np.flatnonzero(bad.any(axis=1))
+    if len(rows):
+        row = rows[0]
+        raise ValueError(f"{source}: {name} must be whole numbers, got {flat[row][bad[row]][0]} at "
+                         f"{unit} {row + first}")
 
 
 def check_columns(source: str, array: np.ndarray, *, columns: int, what: str) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..categories import MODELNET10, MODELNET40
 from .base import LayoutNotFoundError, PointDataset
-from .checksums import check_columns, check_finite, read_h5
+from .checksums import check_columns, check_finite, check_whole, read_h5
 from .off import find_meshes, prepare_off_cache, sample_mesh
 
 __all__ = ["LAYOUTS", "SAMPLINGS", "ModelNet10", "ModelNet40", "detect_layout", "list_folder",
@@ -173,11 +173,13 @@ class ModelNet40(PointDataset):
             <class>/<id>.txt                   10,000 rows x,y,z,nx,ny,nz; y is up
         root/ModelNet40/                     original meshes, 9,843 train / 2,468 test
             <class>/{train,test}/<id>.off      z is up, each mesh in its own units; sampled
-                                               once into an HDF5 cache (mesh_points, cache_dir)
+                                               once into an HDF5 cache (mesh_points, cache_dir);
+                                               .OFF / .Off extensions are read too
 
     Coordinates are returned as stored: nothing is rotated to a common up axis or normalised
     (use :mod:`pointabstract.data.transforms`). Every file read is validated (shapes, counts,
-    finite values, known class names, label range); errors name the file. No sample is
+    finite values, known class names, labels that are whole numbers inside the class range; an
+    HDF5 label 7.5 is refused, 7.0 read as 7); errors name the file. No sample is
     dropped or repeated: a split list naming a missing file is an error. HDF5 files and the
     OFF cache are read into memory at construction; resampled ``.txt`` files are read per
     sample, and with ``sampling="first"`` only their first ``num_points`` rows are read.
@@ -250,6 +252,7 @@ class ModelNet40(PointDataset):
                                      f"{data.shape} (found {sorted(arrays)})")
                 check_finite(str(path), arrays["normal"], name="normal", unit="sample")
                 normal.append(arrays["normal"].astype(np.float32))
+            check_whole(str(path), label[:, 0], name="labels")
             self._check_labels(path, label[:, 0], len(classes))
             pos.append(data.astype(np.float32))
             labels.append(label[:, 0].astype(np.int64))

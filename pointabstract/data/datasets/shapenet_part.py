@@ -10,7 +10,7 @@ import numpy as np
 
 from ..categories import SHAPENET_PART, resolve_categories, resolve_category
 from .base import LayoutNotFoundError, PointDataset
-from .checksums import check_columns, check_finite, read_h5
+from .checksums import check_columns, check_finite, check_whole, read_h5
 from .modelnet import check_sampling, list_folder, point_indices
 
 __all__ = ["PART_LAYOUTS", "PART_SPLITS", "ShapeNetPart", "detect_part_layout"]
@@ -117,10 +117,10 @@ class ShapeNetPart(PointDataset):
                                              into all_object_categories.txt, pid (S, 2048) global
             all_object_categories.txt        <Name>\\t<synset> per line
 
-    Every file read is validated (columns, counts, finite values, part ids inside the
-    category's range); errors name the file. Split entries are never dropped: a missing
-    file is an error. Shapes hold different numbers of points (about 2,000-3,000 in the
-    normal layout): see ``undersized``.
+    Every file read is validated (columns, counts, finite values, labels and part ids that
+    are whole numbers, part ids inside the category's range); errors name the file. Split
+    entries are never dropped: a missing file is an error. Shapes hold different numbers of
+    points (about 2,000-3,000 in the normal layout): see ``undersized``.
 
     Args:
         root: folder holding a layout (or the layout folder itself).
@@ -213,6 +213,8 @@ class ShapeNetPart(PointDataset):
             for path in files:
                 arrays = read_h5(path, required={"data": (None, None, 3), "label": (None, 1),
                                                  "pid": (None, None)}, optional={"normal": (None, None, 3)})
+                check_whole(str(path), arrays["label"][:, 0], name="labels")
+                check_whole(str(path), arrays["pid"], name="part ids")
                 data, label, pid = arrays["data"], arrays["label"][:, 0].astype(np.int64), arrays["pid"]
                 if pid.shape != data.shape[:2]:
                     raise ValueError(f"{path}: 'pid' has shape {pid.shape}, expected {data.shape[:2]}")
@@ -251,9 +253,8 @@ class ShapeNetPart(PointDataset):
         if self.layout == "normal":
             check_columns(source, table, columns=7, what="x y z nx ny nz part")
             check_finite(source, table, name="value", unit="line", first=1)
+            check_whole(source, table[:, 6], name="part ids", unit="line", first=1)
             part = table[:, 6].astype(np.int64)
-            if not np.array_equal(part, table[:, 6]):
-                raise ValueError(f"{source}: part ids must be whole numbers")
             check_parts(source, part, category=category, unit="line", first=1)
             return table[:, :3], table[:, 3:6], part
         check_columns(source, table, columns=3, what="x y z")

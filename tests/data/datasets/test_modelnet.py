@@ -122,6 +122,19 @@ def test_off_layout_is_cached_once_and_resampled_only_when_asked(tmp_path):
         ModelNet40(root, "train", num_points=32, cache_dir=tmp_path / "cache", mesh_points=16)[0]
 
 
+def test_off_layout_with_only_upper_case_extensions_is_found_and_read(tmp_path):
+    rng = np.random.default_rng(0)
+    paths = write_modelnet_off(tmp_path / "ModelNet40", "train", meshes=random_meshes(2, rng),
+                               labels=np.array([0, 8]))
+    for path in paths:
+        path.rename(path.with_suffix(".OFF"))
+    assert detect_layout(tmp_path) == ("off", tmp_path / "ModelNet40")
+    data = ModelNet40(tmp_path, "train", num_points=32, mesh_points=32, progress=False)
+    assert list(data.labels) == [0, 8] and data.sources[1].endswith("chair_0002.OFF")
+    fresh = ModelNet40(tmp_path, "train", num_points=32, mesh_points=32, resample_meshes=True)
+    assert len(fresh) == 2 and fresh[1]["pos"].shape == (32, 3)
+
+
 def test_same_samples_with_any_number_of_workers(hdf5_root):
     data = ModelNet40(hdf5_root[0], "train", num_points=16, sampling="random")
     batches = []
@@ -176,6 +189,27 @@ def test_corrupt_hdf5_files_are_named(tmp_path):
     (folder / "shape_names.txt").write_text("chair\nchair\n")
     with pytest.raises(ValueError, match=r"shape_names\.txt: 'chair' listed twice"):
         ModelNet40(tmp_path, "train")
+
+
+def _relabel(path, labels):
+    with h5py.File(path, "a") as handle:
+        del handle["label"]
+        handle["label"] = labels
+
+
+def test_float_hdf5_labels_are_refused_unless_whole(tmp_path):
+    folder = tmp_path / "modelnet40_ply_hdf5_2048"
+    pos, _ = _clouds(3, 16)
+    write_modelnet_hdf5(folder, "train", pos=pos, labels=np.array([1, 2, 3]), files=2)
+    _relabel(folder / "ply_data_train0.h5", np.array([[8.0], [2.0]], np.float32))  # whole: accepted
+    data = ModelNet40(tmp_path, "train", num_points=8)
+    assert list(data.labels) == [8, 2, 3] and data.labels.dtype == np.int64 and data[0]["label"] == 8
+    _relabel(folder / "ply_data_train1.h5", np.array([[7.5]]))
+    with pytest.raises(ValueError, match=r"ply_data_train1\.h5: labels must be whole numbers, got 7\.5 at sample 0"):
+        ModelNet40(tmp_path, "train")
+    _relabel(folder / "ply_data_train0.h5", np.array([[2.0], [0.5]]))
+    with pytest.raises(ValueError, match=r"ply_data_train0\.h5: labels must be whole numbers, got 0\.5 at sample 1"):
+        ModelNet10(tmp_path, "train")
 
 
 def test_corrupt_resampled_files_are_named(txt_root):

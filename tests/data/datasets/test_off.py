@@ -116,6 +116,76 @@ def test_cache_is_written_once_reused_and_rebuilt_when_meshes_change(tmp_path):
     assert not list(root.glob("*.tmp"))
 
 
+def _cached_points(cache):
+    import h5py
+
+    with h5py.File(cache) as handle:
+        return handle["data"][()]
+
+
+def test_mesh_edited_in_place_with_the_same_size_is_resampled(tmp_path, capsys):
+    root = _off_tree(tmp_path)
+    cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
+    assert f"mesh cache {cache} not found: building it from 4 meshes" in capsys.readouterr().err
+    before = _cached_points(cache)
+    assert before[0].max() <= 1.0  # bed_0001: the unit tetrahedron
+    mesh = root / "bed" / "train" / "bed_0001.off"
+    size, text = mesh.stat().st_size, mesh.read_text()
+    assert "\n1 0 0\n" in text
+    mesh.write_text(text.replace("\n1 0 0\n", "\n7 0 0\n"))  # a vertex moves, same byte size
+    assert mesh.stat().st_size == size
+    assert prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False) == cache
+    err = capsys.readouterr().err
+    assert f"mesh cache {cache} out of date (1 mesh changed): rebuilding it from 4 meshes" in err
+    after = _cached_points(cache)
+    assert after[0, :, 0].max() > 1.5 and after[0].max() <= 7.0  # bed_0001 now reaches x = 7
+    np.testing.assert_array_equal(after[1:], before[1:])  # the other meshes: the same samples
+    prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
+    assert capsys.readouterr().err == ""  # up to date again: reused without a word
+
+
+def test_rebuild_says_what_changed(tmp_path, capsys):
+    root = _off_tree(tmp_path)
+    cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=16, progress=False)
+    (root / "bed" / "train" / "bed_0002.off").unlink()
+    write_off(root / "chair" / "train" / "chair_0007.off", np.eye(3), np.array([[0, 1, 2]]))
+    write_off(root / "chair" / "train" / "chair_0008.off", np.eye(3), np.array([[0, 1, 2]]))
+    capsys.readouterr()
+    prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=16, progress=False)
+    assert "out of date (2 meshes added, 1 mesh removed): rebuilding" in capsys.readouterr().err
+    classes = ("bed", "chair")
+    prepare_off_cache(root, "train", classes=classes, mesh_points=16, progress=False)
+    assert "out of date (the class list changed): rebuilding" in capsys.readouterr().err
+    import h5py
+
+    with h5py.File(cache, "a") as handle:
+        np.testing.assert_array_equal(handle["label"][()], [0, 1, 1, 1, 1])
+        handle.attrs["signature"] = "v1 0123"
+    prepare_off_cache(root, "train", classes=classes, mesh_points=16, progress=False)
+    assert "written by another version of pointabstract: rebuilding" in capsys.readouterr().err
+    cache.write_bytes(b"not an hdf5 file")
+    prepare_off_cache(root, "train", classes=classes, mesh_points=16, progress=False)
+    assert f"mesh cache {cache} is unreadable (" in capsys.readouterr().err
+    assert _cached_points(cache).shape == (5, 16, 3)
+
+
+def test_upper_case_extensions_are_meshes_too(tmp_path):
+    root = _off_tree(tmp_path)
+    (root / "bed" / "train" / "bed_0002.off").rename(root / "bed" / "train" / "bed_0002.OFF")
+    (root / "chair" / "train" / "chair_0001.off").rename(root / "chair" / "train" / "chair_0001.Off")
+    (root / "chair" / "train" / "notes.offset").write_text("not a mesh")
+    (root / "chair" / "train" / "folder.off").mkdir()
+    assert [p.name for p in find_meshes(root, "train")] == ["bed_0001.off", "bed_0002.OFF",
+                                                          "chair_0001.Off", "chair_0002.off"]
+    cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=16, progress=False)
+    import h5py
+
+    with h5py.File(cache) as handle:
+        assert [s.decode() for s in handle["source"]][1:3] == ["bed/train/bed_0002.OFF",
+                                                               "chair/train/chair_0001.Off"]
+        np.testing.assert_array_equal(handle["label"][()], [2, 2, 8, 8])
+
+
 def test_cache_is_the_same_with_workers_and_refuses_unknown_classes(tmp_path):
     root = _off_tree(tmp_path)
     a = prepare_off_cache(root, "test", classes=MODELNET40, mesh_points=32, progress=False,

@@ -1,3 +1,4 @@
+import h5py
 import numpy as np
 import pytest
 
@@ -66,6 +67,17 @@ def test_shapenet_part_points_without_labels(tmp_path):
         ShapeNetCore(tmp_path / "nothing", "train")
     with pytest.raises(LayoutNotFoundError, match=r"no ShapeNetCore13 PLY layout"):
         ShapeNetCore(tmp_path, "train", layout="ply")
+
+
+def test_float_labels_of_the_shapenet_part_hdf5_files_are_refused(tmp_path):
+    folder = write_hdf5(tmp_path)
+    with h5py.File(folder / "ply_data_train0.h5", "a") as handle:
+        label = handle["label"][()].astype(np.float32)
+        label[0, 0] += 0.5
+        del handle["label"]
+        handle["label"] = label
+    with pytest.raises(ValueError, match=r"ply_data_train0\.h5: labels must be whole numbers, got \d+\.5 at sample 0"):
+        ShapeNetCore(tmp_path, "train")
 
 
 def test_real_cap_points(realdata):

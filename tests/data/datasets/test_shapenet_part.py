@@ -202,6 +202,31 @@ def test_corrupt_hdf5_files_are_named(tmp_path):
         ShapeNetPart(tmp_path, "train", use_normals=True)
 
 
+def test_non_whole_labels_and_part_ids_are_refused(tmp_path):
+    folder = write_hdf5(tmp_path)
+    path = folder / "ply_data_test0.h5"
+    with h5py.File(path, "a") as handle:
+        label, pid = handle["label"][()].astype(np.float64), handle["pid"][()].astype(np.float32)
+        del handle["label"], handle["pid"]
+        handle["label"], handle["pid"] = label, pid  # whole floats: accepted
+    data = ShapeNetPart(tmp_path, "test", num_points=8)
+    assert list(data.categories) == [TABLE, MUG] and data[1]["part"].dtype == np.int64
+    with h5py.File(path, "a") as handle:
+        handle["pid"][1, 5] = 37.5
+    with pytest.raises(ValueError, match=r"ply_data_test0\.h5: part ids must be whole numbers, got 37\.5 at sample 1"):
+        ShapeNetPart(tmp_path, "test")
+    with h5py.File(path, "a") as handle:
+        handle["label"][1, 0] = label[1, 0] + 0.5
+    with pytest.raises(ValueError, match=rf"ply_data_test0\.h5: labels must be whole numbers, got {int(label[1, 0])}\.5 at"
+                                         r" sample 1"):
+        ShapeNetPart(tmp_path, "test")
+    cap = write_normal(tmp_path / "text") / "02954340" / "c1.txt"
+    lines = cap.read_text().splitlines()
+    cap.write_text("\n".join(lines[:2] + [lines[2].rsplit(" ", 1)[0] + " 6.500000"] + lines[3:]) + "\n")
+    with pytest.raises(ValueError, match=r"c1\.txt: part ids must be whole numbers, got 6\.5 at line 3$"):
+        ShapeNetPart(tmp_path / "text", "val")[0]
+
+
 def test_real_cap_shapes(realdata):
     sizes = {}
     for split in ("train", "val", "test", "trainval"):
