@@ -26,6 +26,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from ..datasets.checksums import check_whole
+
 __all__ = ["FEATURES", "baseline_features", "evaluate_baseline", "nearest_neighbour_predict",
            "statistics_features"]
 
@@ -117,7 +119,9 @@ def _read_split(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
                 if key not in f:
                     raise ValueError(f"{path}: no dataset {key!r} (found {sorted(f)})")
             data.append(f["data"][:])
-            labels.append(f["label"][:].reshape(-1).astype(np.int64))
+            label = f["label"][:].reshape(-1)
+            check_whole(str(path), label, name="labels")
+            labels.append(label.astype(np.int64))
     return np.concatenate(data), np.concatenate(labels)
 
 
