@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ..nn import MLP, BlockStack, CABlock, SABlock, make_norm
+from ..ops import _validate as V
 from ..ops import gather_points, knn, nearest_upsample
 from .spec import ModelSpec
 
@@ -61,6 +62,15 @@ class CentroidTransformer(nn.Module):
         if len(cfg.widths) != 4 or len(cfg.ratios) != 2:
             raise ValueError(f"widths must list 4 block widths and ratios 2 ratios, "
                              f"got {cfg.widths} and {cfg.ratios}")
+        if isinstance(cfg.heads, bool) or not isinstance(cfg.heads, int) or cfg.heads < 1:
+            raise ValueError(f"heads must be a positive integer, got {cfg.heads!r}")
+        if any(w % cfg.heads for w in cfg.widths):
+            raise ValueError(f"every block width must be divisible by heads = {cfg.heads}, got widths "
+                             f"{tuple(cfg.widths)}")
+        if cfg.k is not None and (isinstance(cfg.k, bool) or not isinstance(cfg.k, int) or cfg.k < 1):
+            raise ValueError(f"k must be a positive integer or None (full attention), got {cfg.k!r}")
+        if not all(0 < r <= 1 for r in cfg.ratios):
+            raise ValueError(f"ratios must lie in (0, 1], got {tuple(cfg.ratios)}")
         self.cfg = cfg
         w = cfg.widths
         self.embed = nn.Sequential(
@@ -108,9 +118,14 @@ class CentroidTransformer(nn.Module):
             neighbour indices used by its attention (None for full attention) and, for
             centroid blocks, ``init_idx`` (B, M) the inputs its centroids started from.
         """
-        if self.cfg.in_channels and (features is None or features.shape[-1] != self.cfg.in_channels):
-            raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got "
-                             f"{None if features is None else tuple(features.shape)}")
+        V.check_cloud("pos", pos)
+        if self.cfg.in_channels:
+            if features is None:
+                raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got None")
+            V.check_cloud("features", features, dim=self.cfg.in_channels)
+            if features.shape[:2] != pos.shape[:2]:
+                raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}) matching pos "
+                                 f"{tuple(pos.shape)}, got {tuple(features.shape)}")
         x = self.embed_points(pos, features if self.cfg.in_channels else None)
         blocks = self.blocks(x, pos)[2]["blocks"]
         fused = torch.cat([b["features"] if b["pos"] is pos else

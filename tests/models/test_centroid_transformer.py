@@ -1,6 +1,7 @@
 """CentroidTransformer's structure: its blocks come from nn/blocks.py and its parameter names
 (hence its checkpoints) stay as they were when the blocks lived in the model file."""
 
+import pytest
 import torch
 
 from pointabstract.models import build_model
@@ -47,3 +48,27 @@ def test_returned_blocks_are_the_stack_outputs():
         assert got.keys() == want.keys()
         for key in got:
             assert got[key] is None if want[key] is None else torch.equal(got[key], want[key])
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (torch.rand(64, 3), ValueError, r"pos must have shape \(B, N, 3\), got \(64, 3\)"),
+    (torch.rand(2, 64, 2), ValueError, r"pos must have shape \(B, N, 3\), got \(2, 64, 2\)"),
+    (torch.full((1, 64, 3), float("nan")), ValueError, "pos holds NaN or Inf values"),
+    (torch.randint(0, 3, (1, 64, 3)), TypeError, "pos must be a floating-point tensor"),
+    (torch.rand(1, 0, 3), ValueError, "pos must hold at least one cloud of at least one point"),
+])
+def test_forward_names_its_own_inputs(bad, error, match):
+    model = build_model("centroid_transformer", tiny=True, num_classes=3)
+    with pytest.raises(error, match=match):
+        model(bad)
+
+
+@pytest.mark.parametrize("cfg, match", [
+    ({"heads": 0}, "heads must be a positive integer, got 0"),
+    ({"heads": 3}, r"every block width must be divisible by heads = 3"),
+    ({"k": 0}, r"k must be a positive integer or None \(full attention\), got 0"),
+    ({"ratios": (0.5, 0.0)}, r"ratios must lie in \(0, 1\], got \(0.5, 0.0\)"),
+])
+def test_bad_configs_name_the_field(cfg, match):
+    with pytest.raises(ValueError, match=match):
+        build_model("centroid_transformer", tiny=True, **cfg)
