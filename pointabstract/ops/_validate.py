@@ -1,4 +1,4 @@
-"""Input checks shared by the public ops (STYLE.md rule 2: validate at the boundary).
+"""Input checks shared by the public ops, which validate every argument before any work.
 
 Every helper raises ``TypeError`` for the wrong kind of object or dtype and ``ValueError`` for
 a wrong shape, value or range, and names the argument and what arrived.
@@ -6,6 +6,7 @@ a wrong shape, value or range, and names the argument and what arrived.
 
 from __future__ import annotations
 
+import numbers
 import operator
 
 import numpy as np
@@ -87,18 +88,36 @@ def check_lengths(name: str, lengths, batch: int, n: int, device: torch.device,
     return lengths
 
 
-def check_count(name: str, value, upper: int, what: str = "N") -> int:
-    """Check an integer count such as ``m`` or ``k``: ``1 <= value <= upper``."""
-    if isinstance(value, bool) or isinstance(value, torch.Tensor):
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
+              what: str = "N") -> int:
+    """Check an integer argument (a Python int or a numpy integer, not a bool, float or
+    tensor) with ``low <= value <= high``; returns it as a Python int."""
+    if isinstance(value, (bool, np.bool_, torch.Tensor)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     try:
-        value = operator.index(value)  # accepts int and numpy integers, refuses floats
+        value = operator.index(value)  # int and numpy integers; refuses floats
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    if value > upper:
-        raise ValueError(f"{name} must be at most {what} = {upper}, got {value}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be a positive int, got {value}" if low == 1
+                         else f"{name} must be an int >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be at most {what} = {high}, got {value}")
+    return value
+
+
+def check_count(name: str, value, upper: int, what: str = "N") -> int:
+    """Check an integer count such as ``m`` or ``k``: ``1 <= value <= upper``."""
+    return check_int(name, value, low=1, high=upper, what=what)
+
+
+def check_positive(name: str, value) -> float:
+    """Check a positive finite real number (int, float or numpy scalar); returns a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not (value > 0 and np.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return value
 
 

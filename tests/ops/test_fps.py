@@ -196,3 +196,17 @@ def test_explicit_start_indices():
         farthest_point_sample(pos, 10, start=torch.tensor([5, 0, 60]))
     with pytest.raises(ValueError, match="start indices must be below lengths"):
         farthest_point_sample(pos, 10, start=starts, lengths=torch.tensor([60, 60, 30]))
+
+
+@pytest.mark.parametrize("backend", EXACT + LIBRARIES)
+@pytest.mark.parametrize("dtype,big", [(torch.float32, 1e20), (torch.float64, 1e200)])
+def test_huge_coordinates_sample_like_ordinary_ones(backend, dtype, big):
+    # every squared distance overflows the dtype (all inf: the picks used to be 0, 1, 2, ...);
+    # such clouds are sampled in (scaled) float64, which picks what the unscaled cloud would
+    if backend == "fpsample" and dtype == torch.float64:
+        pytest.skip("fpsample computes in float32: float64 beyond its range is out of reach")
+    pos = cloud(2, 2000, dtype=torch.float64, seed=3)
+    got = farthest_point_sample(pos.mul(big).to(dtype), 50, backend=backend)
+    assert torch.equal(got, farthest_point_sample_naive(pos.mul(big).to(dtype), 50))
+    if backend in EXACT:
+        assert torch.equal(got, farthest_point_sample_naive(pos, 50))
