@@ -75,7 +75,8 @@ def _swap(p, perm, i, j):
 @njit(cache=True, boundscheck=False)
 def _equal_run(p, perm, lo, mid, hi, axis):
     """After a quickselect at ``mid`` (rows before it <= v = p[mid, axis] <= rows after it),
-    gather the rows equal to v into one run [s, e) around ``mid``; returns (s, e)."""
+    gather the rows equal to v into one run [s, e) around ``mid``; returns (s, e). When
+    no row before ``mid`` equals v, the rows after it are left alone and e = mid + 1."""
     v = p[mid, axis]
     s = mid
     for t in range(mid - 1, lo - 1, -1):  # equal rows of the lower part to its end
@@ -83,6 +84,8 @@ def _equal_run(p, perm, lo, mid, hi, axis):
             s -= 1
             _swap(p, perm, t, s)
     e = mid + 1
+    if s == mid:  # no run to the left (distinct coordinates): the cut stays at mid anyway
+        return s, e
     for t in range(mid + 1, hi):  # equal rows of the upper part to its front
         if p[t, axis] == v:
             _swap(p, perm, t, e)
