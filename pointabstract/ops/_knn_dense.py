@@ -15,14 +15,19 @@ import torch
 from ._dist import _CHUNK, sort_exact, squared_norm, work_dtype
 
 
-def approx_dist2(q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-    """(B, M, N) ``|q|^2 + |r|^2 - 2 q.r`` for q (B, M, C), r (B, N, C), one batched matmul."""
-    qq = (q * q).sum(-1)
-    rr = (r * r).sum(-1)
+def sq_norms(x: torch.Tensor) -> torch.Tensor:
+    """(B, N) ``|x|^2`` of every row of x (B, N, C)."""
+    return (x * x).sum(-1)
+
+
+def approx_dist2(q: torch.Tensor, r: torch.Tensor, qq: torch.Tensor, rr: torch.Tensor) -> torch.Tensor:
+    """(B, M, N) ``|q|^2 + |r|^2 - 2 q.r`` for q (B, M, C), r (B, N, C) and their squared
+    norms qq (B, M), rr (B, N): one batched matmul."""
     return torch.baddbmm(qq.unsqueeze(2) + rr.unsqueeze(1), q, r.transpose(1, 2), alpha=-2.0)
 
 
-def approx_error(q: torch.Tensor, r: torch.Tensor, ref_valid: torch.Tensor) -> torch.Tensor:
+def approx_error(q: torch.Tensor, qq: torch.Tensor, rr: torch.Tensor,
+                 ref_valid: torch.Tensor) -> torch.Tensor:
     """(B, M) bound on |approximate - exact| squared distance for every query.
 
     Rounding of |q|^2, |r|^2 and q.r in a C-term sum is at most about C * eps times
@@ -36,8 +41,7 @@ def approx_error(q: torch.Tensor, r: torch.Tensor, ref_valid: torch.Tensor) -> t
             eps = 2.0 ** -10
         if precision == "medium":
             eps = 2.0 ** -7
-    qq = (q * q).sum(-1)  # (B, M)
-    rr = (r * r).sum(-1).masked_fill(~ref_valid, 0).amax(-1, keepdim=True)  # (B, 1)
+    rr = rr.masked_fill(~ref_valid, 0).amax(-1, keepdim=True)  # (B, 1)
     return 4.0 * (q.shape[-1] + 2) * eps * (qq + rr + 2 * (qq * rr).sqrt())
 
 
@@ -59,9 +63,11 @@ def knn_torch(query, ref, k, qlen, rlen, self_query):
     ref_valid = torch.arange(n, device=dev) < rlen[:, None]  # (B, N)
     cand = min(n, k + max(8, k // 2))
     step = max(1, _CHUNK // max(1, batch * n))
+    qq, rr = sq_norms(q), sq_norms(r)
     idxs, lasts = [], []
     for s in range(0, m, step):
-        a = approx_dist2(q[:, s : s + step], r).masked_fill_(~ref_valid[:, None, :], float("inf"))
+        a = approx_dist2(q[:, s : s + step], r, qq[:, s : s + step], rr)
+        a = a.masked_fill_(~ref_valid[:, None, :], float("inf"))
         a_c, i_c = torch.topk(a, cand, dim=-1, largest=False, sorted=True)
         idxs.append(i_c.masked_fill(torch.isinf(a_c), -1))
         lasts.append(a_c[..., -1])
@@ -71,7 +77,7 @@ def knn_torch(query, ref, k, qlen, rlen, self_query):
     q_valid = torch.arange(m, device=dev) < qlen[:, None]  # (B, M)
     if cand < n:  # some valid points may have been left out: prove they are farther
         excluded = torch.cat(lasts, 1)  # smallest approximate distance left out (lower bound)
-        bound = approx_error(q, r, ref_valid)
+        bound = approx_error(q, qq, rr, ref_valid)
         unproven = q_valid & (cand < rlen[:, None]) & ~(excluded - bound > dist2[..., -1])
         if bool(unproven.any()):
             bb, mm = unproven.nonzero(as_tuple=True)

@@ -45,8 +45,10 @@ def ball_query(query: torch.Tensor, ref: torch.Tensor, radius: float, k: int, *,
         dist2: (B, M, K) squared distances of the listed neighbours.
         idx: (B, M, K) int64 indices into ``ref[b]``.
     """
-    V.check_cloud("query", query)
-    V.check_cloud("ref", ref)
+    V.check_cloud("query", query, finite=False)
+    extent = V.finite_extent("query", query)
+    V.check_cloud("ref", ref, finite=False)
+    extent = extent if ref is query else max(extent, V.finite_extent("ref", ref))
     V.check_same_batch("query", query, "ref", ref)
     batch, m, _ = query.shape
     k = V.check_count("k", k, ref.shape[1])
@@ -56,7 +58,7 @@ def ball_query(query: torch.Tensor, ref: torch.Tensor, radius: float, k: int, *,
     rlen = V.check_lengths("ref_lengths", ref_lengths, batch, ref.shape[1], ref.device)
     self_query = query is ref and query_lengths is ref_lengths
     search = _BACKENDS[resolve("ball_query", backend, query.device)]
-    huge = overflowing(query, ref)
+    huge = overflowing(query, ref, extent=extent)
     q, r = query.detach(), ref.detach()
     if huge is not None:  # blanked here, tested in float64 below: their distances overflow
         q, r = (x.masked_fill(huge.view(-1, 1, 1), 0) for x in (q, r))

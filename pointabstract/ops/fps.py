@@ -44,7 +44,8 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
     Returns:
         idx: (B, M) int64; ``idx[b, j]`` indexes ``pos[b]`` and is the j-th pick.
     """
-    V.check_cloud("pos", pos, dim=None)
+    V.check_cloud("pos", pos, dim=None, finite=False)
+    extent = V.finite_extent("pos", pos)
     batch, n, channels = pos.shape
     m = V.check_count("m", m, n)
     lengths = V.check_lengths("lengths", lengths, batch, n, pos.device)
@@ -57,7 +58,7 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
         V.check_choice("start", start, ("first", "random"))
         starts = _start_indices(lengths, start, generator)
     sample = _BACKENDS[resolve("farthest_point_sample", backend, pos.device, channels=channels)]
-    huge = overflowing(pos)
+    huge = overflowing(pos, extent=extent)
     if huge is None:
         return sample(pos.detach(), m, lengths, starts)
     # squared distances overflow in those clouds (every one inf): sample them in float64

@@ -8,7 +8,7 @@ import torch
 from . import _validate as V
 from ._backend import resolve
 from ._dist import empty_result, overflowing, sort_exact, squared_norm, take_rows, to_input, widen, work_dtype
-from ._knn_dense import approx_dist2, approx_error, knn_torch
+from ._knn_dense import approx_dist2, approx_error, knn_torch, sq_norms
 from .kernels import to_numpy
 
 __all__ = ["knn", "knn_naive"]
@@ -56,8 +56,10 @@ def knn(query: torch.Tensor, ref: torch.Tensor, k: int, *,
             with respect to ``query`` and ``ref`` (recomputed from the gathered points).
         idx: (B, M, K) int64; ``idx[b, m, k]`` indexes ``ref[b]``.
     """
-    V.check_cloud("query", query, dim=None)
-    V.check_cloud("ref", ref, dim=None)
+    V.check_cloud("query", query, dim=None, finite=False)
+    extent = V.finite_extent("query", query)
+    V.check_cloud("ref", ref, dim=None, finite=False)
+    extent = extent if ref is query else max(extent, V.finite_extent("ref", ref))
     V.check_same_batch("query", query, "ref", ref)
     batch, m, channels = query.shape
     n = ref.shape[1]
@@ -66,7 +68,7 @@ def knn(query: torch.Tensor, ref: torch.Tensor, k: int, *,
     self_query = query is ref and query_lengths is ref_lengths
     rlen = V.check_lengths("ref_lengths", ref_lengths, batch, n, ref.device)
     search = _BACKENDS[resolve("knn", backend, query.device, channels=channels)]
-    huge = overflowing(query, ref)
+    huge = overflowing(query, ref, extent=extent)
     q, r = query.detach(), ref.detach()
     if huge is not None:  # blanked here, ranked in float64 below: their distances overflow
         q, r = (x.masked_fill(huge.view(-1, 1, 1), 0) for x in (q, r))
@@ -129,9 +131,9 @@ def _knn_numba(query, ref, k, qlen, rlen, self_query):
             0, k, 0.0, trees, d_np, i_np, work=q_np.shape[0] * q_np.shape[1] * (k + LEAF) * 8)
     else:  # matmul distances filter, the kernel checks exactly (see _knn_dense)
         q, r = torch.from_numpy(q_np), torch.from_numpy(r_np)
-        approx = approx_dist2(q, r).numpy()
-        ref_valid = torch.arange(r.shape[1]) < rlen.cpu()[:, None]
-        slack = approx_error(q, r, ref_valid).numpy()
+        qq, rr = sq_norms(q), sq_norms(r)
+        approx = approx_dist2(q, r, qq, rr).numpy()
+        slack = approx_error(q, qq, rr, torch.arange(r.shape[1]) < rlen.cpu()[:, None]).numpy()
         run(select.topk_par, select.topk_ser, approx, slack, q_np, ql_np, r_np, rl_np, k,
             d_np, i_np, work=approx.size)
     return to_input(dist2, idx, query)

@@ -29,13 +29,14 @@ def _filter(a, n, thr, buf):
 
 @njit(cache=True, boundscheck=False)
 def _candidates(a, n, k, buf):
-    """Indices j (ascending) with ``a[j] <= t`` for a threshold t keeping at least k of them.
+    """Indices j (ascending) with ``a[j] <= t`` for a threshold t keeping at least k of them;
+    returns (count, t): every index left out has ``a[j] > t``.
 
     t comes from 64 evenly spaced samples: first the rank expected to keep about 1.25 k
     entries, then (if that kept fewer than k) about 2.5 k, then everything.
     """
     if n < 128 or n <= 4 * k:
-        return _filter(a, n, np.inf, buf)
+        return _filter(a, n, np.inf, buf), np.inf
     stride = n // 64
     r1 = min(63, (5 * k * 64) // (4 * n) + 2)
     r2 = min(63, (5 * k * 64) // (2 * n) + 2)
@@ -48,12 +49,15 @@ def _candidates(a, n, k, buf):
                 best[j] = best[j - 1]
                 j -= 1
             best[j] = v
-    count = _filter(a, n, best[r1 - 1], buf)
+    t = best[r1 - 1]
+    count = _filter(a, n, t, buf)
     if count < k:
-        count = _filter(a, n, best[r2 - 1], buf)
+        t = best[r2 - 1]
+        count = _filter(a, n, t, buf)
     if count < k:
-        count = _filter(a, n, np.inf, buf)
-    return count
+        t = np.inf
+        count = _filter(a, n, t, buf)
+    return count, t
 
 
 @njit(cache=True, boundscheck=False)
@@ -111,28 +115,45 @@ def _row(approx, slack, q, r, n, k, dist, idx, buf, taken):
 
     ``taken`` (N,) is all False on entry and on exit.
     """
-    count = _candidates(approx, n, k, buf)
+    count, t = _candidates(approx, n, k, buf)
     kk = min(k, n)
-    if kk < count:  # the kk smallest candidates (unordered) into buf[:kk]
+    if kk < count:  # the kk smallest candidates (unordered) into buf[:kk], the rest after
         vals = np.empty(count, approx.dtype)
         for s in range(count):
             vals[s] = approx[buf[s]]
         _select_pairs(vals, buf, 0, count, kk - 1)
-    dist[:] = np.inf
-    idx[:] = -1
-    for s in range(kk):  # exact distances, sorted by (distance, index)
-        _insert(_exact(q, r[buf[s]]), buf[s], k, dist, idx)
-    if kk < n:  # points left out that may still be nearer or tied
-        for s in range(kk):
-            taken[buf[s]] = True
-        cand = buf[:kk].copy()
-        count = _filter(approx, n, dist[k - 1] + slack, buf)
-        for s in range(count):
+    dist[kk:] = np.inf
+    idx[kk:] = -1
+    for s in range(kk):  # exact distances, insertion-sorted by (distance, index)
+        j = buf[s]
+        d = _exact(q, r[j])
+        p = s
+        while p > 0 and (dist[p - 1] > d or (dist[p - 1] == d and idx[p - 1] > j)):
+            dist[p] = dist[p - 1]
+            idx[p] = idx[p - 1]
+            p -= 1
+        dist[p] = d
+        idx[p] = j
+    if kk == n:
+        return
+    # points left out that may still be nearer or tied: approx within slack of the k-th
+    thr = dist[k - 1] + slack
+    if t > thr:  # only other candidates can be (the rest have approx > t)
+        for s in range(kk, count):
             j = buf[s]
-            if not taken[j]:
+            if approx[j] <= thr:
                 _insert(_exact(q, r[j]), j, k, dist, idx)
-        for j in cand:
-            taken[j] = False
+        return
+    for s in range(kk):  # a wide bound (points far from the origin): scan the whole row
+        taken[buf[s]] = True
+    cand = buf[:kk].copy()
+    count = _filter(approx, n, thr, buf)
+    for s in range(count):
+        j = buf[s]
+        if not taken[j]:
+            _insert(_exact(q, r[j]), j, k, dist, idx)
+    for j in cand:
+        taken[j] = False
 
 
 @njit(cache=True)
