@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from pointabstract.ops import backends, farthest_point_sample, farthest_point_sample_naive
 from tests.helpers import cloud
+from tests.ops.clouds import degenerate_cloud
 
 EXACT = ["numba", "torch"]
 LIBRARIES = [b for b in backends()["farthest_point_sample"] if b not in EXACT]
@@ -210,3 +211,12 @@ def test_huge_coordinates_sample_like_ordinary_ones(backend, dtype, big):
     assert torch.equal(got, farthest_point_sample_naive(pos.mul(big).to(dtype), 50))
     if backend in EXACT:
         assert torch.equal(got, farthest_point_sample_naive(pos, 50))
+
+
+@pytest.mark.parametrize("kind", ["identical", "half duplicates", "few values", "lattice"])
+def test_duplicate_heavy_clouds_match_naive(kind):
+    # big enough for the pruned tree variant, whose identical-point leaves keep one value
+    pos = degenerate_cloud(kind, n=2500)
+    starts = torch.tensor([4, 2499])  # inside the runs of duplicates, not their first member
+    got = farthest_point_sample(pos, 300, start=starts)
+    assert torch.equal(got, farthest_point_sample_naive(pos, 300, starts=starts))
