@@ -69,7 +69,8 @@ def knn(query: torch.Tensor, ref: torch.Tensor, k: int, *,
     rlen = V.check_lengths("ref_lengths", ref_lengths, batch, n, ref.device)
     search = _BACKENDS[resolve("knn", backend, query.device, channels=channels)]
     huge = overflowing(query, ref, extent=extent)
-    q, r = query.detach(), ref.detach()
+    q = query.detach()
+    r = q if ref is query else ref.detach()
     if huge is not None:  # blanked here, ranked in float64 below: their distances overflow
         q, r = (x.masked_fill(huge.view(-1, 1, 1), 0) for x in (q, r))
     dist2, idx = search(q, r, k, qlen, rlen, self_query)
@@ -131,7 +132,8 @@ def _knn_numba(query, ref, k, qlen, rlen, self_query):
             0, k, 0.0, trees, d_np, i_np, work=q_np.shape[0] * q_np.shape[1] * (k + LEAF) * 8)
     else:  # matmul distances filter, the kernel checks exactly (see _knn_dense)
         q, r = torch.from_numpy(q_np), torch.from_numpy(r_np)
-        qq, rr = sq_norms(q), sq_norms(r)
+        qq = sq_norms(q)
+        rr = qq if query is ref else sq_norms(r)
         approx = approx_dist2(q, r, qq, rr).numpy()
         slack = approx_error(q, qq, rr, torch.arange(r.shape[1]) < rlen.cpu()[:, None]).numpy()
         run(select.topk_par, select.topk_ser, approx, slack, q_np, ql_np, r_np, rl_np, k,
