@@ -7,8 +7,9 @@ import torch
 
 from . import _validate as V
 from ._backend import resolve
+from ._dist import empty_result, overflowing, squared_norm, to_input, widen
 from .kernels import to_numpy
-from .knn import _back, _empty_result, squared_norm
+from .knn import LEAF
 
 __all__ = ["ball_query", "ball_query_naive"]
 
@@ -44,21 +45,31 @@ def ball_query(query: torch.Tensor, ref: torch.Tensor, radius: float, k: int, *,
         dist2: (B, M, K) squared distances of the listed neighbours.
         idx: (B, M, K) int64 indices into ``ref[b]``.
     """
-    V.check_cloud("query", query)
-    V.check_cloud("ref", ref)
+    V.check_cloud("query", query, finite=False)
+    extent = V.finite_extent("query", query)
+    V.check_cloud("ref", ref, finite=False)
+    extent = extent if ref is query else max(extent, V.finite_extent("ref", ref))
     V.check_same_batch("query", query, "ref", ref)
     batch, m, _ = query.shape
     k = V.check_count("k", k, ref.shape[1])
-    if isinstance(radius, bool) or not isinstance(radius, (int, float)) or not radius > 0 \
-            or not np.isfinite(radius):
-        raise ValueError(f"radius must be a positive finite number, got {radius!r}")
+    radius = V.check_positive("radius", radius)
     V.check_choice("pad", pad, ("first", "invalid"))
     qlen = V.check_lengths("query_lengths", query_lengths, batch, m, query.device)
     rlen = V.check_lengths("ref_lengths", ref_lengths, batch, ref.shape[1], ref.device)
     self_query = query is ref and query_lengths is ref_lengths
-    name = resolve("ball_query", backend, query.device)
-    dist2, idx = _BACKENDS[name](query.detach(), ref.detach(), float(radius), k, qlen, rlen,
-                                 self_query)
+    search = _BACKENDS[resolve("ball_query", backend, query.device)]
+    huge = overflowing(query, ref, extent=extent)
+    q, r = query.detach(), ref.detach()
+    if huge is not None:  # blanked here, tested in float64 below: their distances overflow
+        q, r = (x.masked_fill(huge.view(-1, 1, 1), 0) for x in (q, r))
+    dist2, idx = search(q, r, radius, k, qlen, rlen, self_query)
+    if huge is not None:
+        dist2, idx = dist2.clone(), idx.clone()
+        for b in huge.nonzero().flatten().tolist():
+            (q, r), scale = widen(query[b : b + 1], ref[b : b + 1])
+            d, i = search(q, r, _wide_radius(radius, query.dtype, scale), k, qlen[b : b + 1],
+                          rlen[b : b + 1], self_query)
+            dist2[b], idx[b] = (d[0] / float(scale[0]) ** 2).to(dist2.dtype), i[0]
     if pad == "first":
         empty = idx < 0
         idx = torch.where(empty, idx[..., :1], idx)
@@ -73,34 +84,45 @@ def ball_query_naive(query, ref, radius, k, *, query_lengths=None, ref_lengths=N
     rlen = [ref.shape[1]] * batch if ref_lengths is None else ref_lengths.tolist()
     dist2 = torch.full((batch, m, k), float("inf"), dtype=query.dtype)
     idx = torch.full((batch, m, k), -1, dtype=torch.int64)
-    r2 = torch.tensor(radius, dtype=query.dtype) ** 2  # the test is done in the input dtype
     for b in range(batch):
-        d = squared_norm(query[b, : qlen[b], None].cpu() - ref[b, None, : rlen[b]].cpu())
+        q, r, r2 = query[b, : qlen[b]].cpu(), ref[b, : rlen[b]].cpu(), radius
+        scale = 1.0
+        if overflowing(query[b : b + 1], ref[b : b + 1]) is not None:  # see ops._dist
+            (q, r), scale = widen(q[None], r[None])
+            q, r, r2 = q[0], r[0], _wide_radius(radius, query.dtype, scale)
+            scale = float(scale[0])
+        r2 = torch.tensor(r2, dtype=q.dtype) ** 2  # the test is done in the input dtype
+        d = squared_norm(q[:, None] - r[None])
         for i in range(qlen[b]):
             inside = torch.nonzero(d[i] <= r2).flatten()[:k]  # lowest indices first
             idx[b, i, : len(inside)] = inside
-            dist2[b, i, : len(inside)] = d[i, inside]
+            dist2[b, i, : len(inside)] = d[i, inside] / scale**2
     return dist2, idx
+
+
+def _wide_radius(radius: float, dtype: torch.dtype, scale: torch.Tensor) -> float:
+    """The radius rounded to the input dtype, scaled like :func:`ops._dist.widen`'s clouds."""
+    return float(torch.tensor(radius, dtype=dtype).double() * scale[0])
 
 
 def _ball_numba(query, ref, radius, k, qlen, rlen, self_query):
     from .kernels import kdtree, run
-    from .knn import _LEAF
 
-    dist2, idx = _empty_result(query, k)
+    dist2, idx = empty_result(query, k)
     r_np = to_numpy(ref)
-    r2 = r_np.dtype.type(radius) * r_np.dtype.type(radius)  # the radius test in the input dtype
-    trees = kdtree.allocate_trees(ref.shape[0], ref.shape[1], _LEAF, r_np.dtype)
+    with np.errstate(over="ignore"):  # a radius beyond sqrt(dtype max) holds everything: inf
+        r2 = r_np.dtype.type(radius) * r_np.dtype.type(radius)  # the test in the input dtype
+    trees = kdtree.allocate_trees(ref.shape[0], ref.shape[1], LEAF, r_np.dtype)
     run(kdtree.query_par, kdtree.query_ser, to_numpy(query), qlen.cpu().numpy(), r_np,
-        rlen.cpu().numpy(), _LEAF, self_query, 1, k, r2, trees, dist2.numpy(), idx.numpy(),
-        work=query.shape[0] * query.shape[1] * (k + _LEAF) * 8)
-    return _back(dist2, idx, query)
+        rlen.cpu().numpy(), LEAF, self_query, 1, k, r2, trees, dist2.numpy(), idx.numpy(),
+        work=query.shape[0] * query.shape[1] * (k + LEAF) * 8)
+    return to_input(dist2, idx, query)
 
 
 def _ball_scipy(query, ref, radius, k, qlen, rlen, self_query):
     from scipy.spatial import cKDTree
 
-    dist2, idx = _empty_result(query, k)
+    dist2, idx = empty_result(query, k)
     q_np, r_np = to_numpy(query), to_numpy(ref)
     r2 = torch.tensor(radius, dtype=dist2.dtype) ** 2
     for b, (mb, nb) in enumerate(zip(qlen.tolist(), rlen.tolist())):
@@ -114,7 +136,7 @@ def _ball_scipy(query, ref, radius, k, qlen, rlen, self_query):
             keep = found[d <= r2][:k]
             idx[b, i, : len(keep)] = keep
             dist2[b, i, : len(keep)] = d[d <= r2][:k].to(dist2.dtype)
-    return _back(dist2, idx, query)
+    return to_input(dist2, idx, query)
 
 
 def _ball_torch(query, ref, radius, k, qlen, rlen, self_query):

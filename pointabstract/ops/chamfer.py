@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from . import _validate as V
-from .gather import take_rows
-from .knn import knn, squared_norm
+from ._dist import squared_norm, take_rows
+from .knn import knn
 
 __all__ = ["chamfer_distance", "chamfer_distance_naive"]
 

@@ -7,7 +7,7 @@ import torch
 
 from . import _validate as V
 from ._backend import resolve
-from .knn import squared_norm
+from ._dist import overflowing, squared_norm, widen
 
 __all__ = ["farthest_point_sample", "farthest_point_sample_naive"]
 
@@ -22,7 +22,8 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
     pytorch3d's ``sample_farthest_points``: start at one point, then repeatedly take the point
     whose squared distance to the picked set is largest; ties go to the lowest index.
     Duplicate-safe: a cloud with fewer than ``m`` distinct points returns every distinct point
-    before any repeat (then repeats the lowest index), never NaN.
+    before any repeat (then repeats the lowest index), never NaN. Clouds whose squared
+    distances would overflow the dtype (see ``knn``) are sampled in float64.
 
     Args:
         pos: (B, N, C) point coordinates (C = 3 for xyz; any C samples in feature space).
@@ -35,17 +36,16 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
             from the centroid).
         generator: torch.Generator used by ``start="random"``.
         backend: ``"auto"``, ``"numba"``, ``"fpsample"``, ``"torch_cluster"`` or ``"torch"``.
-            The numba kernel prunes with a KD-tree on clouds of 1536+ points (only the
-            neighbourhood of each new pick is updated), which keeps it exact and makes an
-            approximate bucket sampler unnecessary: it beats fpsample's approximate QuickFPS
-            on every workload of ``pointabstract bench ops``. It also takes CUDA tensors
-            (copied to the host and back), and ``"auto"`` uses it there too: FPS is m
-            dependent steps, each a few kernel launches on a GPU.
+            The numba kernel prunes with a KD-tree on clouds of 1536+ points (a pick updates
+            only the tree nodes it can bring closer to the picked set) and stays exact. It
+            also takes CUDA tensors (copied to the host and back), and ``"auto"`` uses it
+            there too: FPS is m dependent steps, each a few kernel launches on a GPU.
 
     Returns:
         idx: (B, M) int64; ``idx[b, j]`` indexes ``pos[b]`` and is the j-th pick.
     """
-    V.check_cloud("pos", pos, dim=None)
+    V.check_cloud("pos", pos, dim=None, finite=False)
+    extent = V.finite_extent("pos", pos)
     batch, n, channels = pos.shape
     m = V.check_count("m", m, n)
     lengths = V.check_lengths("lengths", lengths, batch, n, pos.device)
@@ -57,8 +57,16 @@ def farthest_point_sample(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | 
     else:
         V.check_choice("start", start, ("first", "random"))
         starts = _start_indices(lengths, start, generator)
-    name = resolve("farthest_point_sample", backend, pos.device, channels=channels)
-    return _BACKENDS[name](pos.detach(), m, lengths, starts)
+    sample = _BACKENDS[resolve("farthest_point_sample", backend, pos.device, channels=channels)]
+    huge = overflowing(pos, extent=extent)
+    if huge is None:
+        return sample(pos.detach(), m, lengths, starts)
+    # squared distances overflow in those clouds (every one inf): sample them in float64
+    out = sample(pos.detach().masked_fill(huge.view(-1, 1, 1), 0), m, lengths, starts)
+    hb = huge.nonzero().flatten()
+    (wide,), _ = widen(pos[hb])
+    out[hb] = sample(wide, m, lengths[hb], starts[hb])
+    return out
 
 
 def farthest_point_sample_naive(pos: torch.Tensor, m: int, *, lengths: torch.Tensor | None = None,
@@ -70,8 +78,10 @@ def farthest_point_sample_naive(pos: torch.Tensor, m: int, *, lengths: torch.Ten
     for b in range(batch):
         nb = int(lengths[b])
         pts = pos[b, :nb].detach().cpu()
+        if overflowing(pos[b : b + 1]) is not None:  # as farthest_point_sample does
+            pts = widen(pts[None])[0][0][0]
         last = 0 if starts is None else int(starts[b])
-        mind = torch.full((nb,), float("inf"), dtype=pos.dtype)
+        mind = torch.full((nb,), float("inf"), dtype=pts.dtype)
         for s in range(min(m, nb)):
             out[b, s] = last
             d = (pts[:, 0] - pts[last, 0]) ** 2

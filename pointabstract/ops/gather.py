@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 
 from . import _validate as V
+from ._dist import take_rows
+from .knn import knn
 
 __all__ = ["gather_points", "knn_interpolate", "nearest_upsample"]
 
@@ -30,18 +32,6 @@ def gather_points(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """``gather_points`` without checks or padding: -1 gathers row 0 (the caller masks it).
-
-    For the ops' own inner loops, where the indices are known to be valid and a host
-    round trip per call (the checks) would cost more than the gather on a GPU.
-    """
-    batch, n, channels = x.shape
-    offsets = torch.arange(batch, device=x.device).view(-1, *([1] * (idx.dim() - 1))) * n
-    flat = (idx.clamp(min=0) + offsets).reshape(-1)
-    return x.reshape(batch * n, channels).index_select(0, flat).view(*idx.shape, channels)
-
-
 def knn_interpolate(x: torch.Tensor, pos_x: torch.Tensor, pos_y: torch.Tensor, *, k: int = 3,
                     x_lengths: torch.Tensor | None = None, backend: str = "auto") -> torch.Tensor:
     """Inverse-distance interpolation of features from ``pos_x`` onto ``pos_y``.
@@ -62,8 +52,6 @@ def knn_interpolate(x: torch.Tensor, pos_x: torch.Tensor, pos_y: torch.Tensor, *
     Returns:
         (B, N, C) interpolated features.
     """
-    from .knn import knn
-
     V.check_cloud("x", x, dim=None, finite=False)
     V.check_cloud("pos_x", pos_x)
     V.check_cloud("pos_y", pos_y)
@@ -89,8 +77,6 @@ def nearest_upsample(x: torch.Tensor, pos_x: torch.Tensor, pos_y: torch.Tensor, 
     Returns:
         (B, N, C) features; differentiable with respect to ``x``.
     """
-    from .knn import knn
-
     V.check_cloud("x", x, dim=None, finite=False)
     V.check_cloud("pos_x", pos_x)
     V.check_cloud("pos_y", pos_y)

@@ -42,8 +42,7 @@ def knn_graph(pos: torch.Tensor, k: int, *, batch: torch.Tensor | None = None, l
         padded, lengths = _to_padded(pos, batch)
     V.check_cloud("pos", padded, dim=None)
     V.check_choice("flow", flow, ("source_to_target", "target_to_source"))
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = V.check_int("k", k, low=1)
     nb, n = padded.shape[:2]
     kk = min(k + (0 if loop else 1), n)
     _, idx = knn(padded, padded, kk, query_lengths=lengths, ref_lengths=lengths, backend=backend)

@@ -75,8 +75,7 @@ def kmeans_sample(x: torch.Tensor, m: int, *, iters: int = 3, lengths: torch.Ten
     V.check_cloud("x", x, dim=None)
     batch, n, channels = x.shape
     m = V.check_count("m", m, n)
-    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 0:
-        raise ValueError(f"iters must be an int >= 0, got {iters!r}")
+    iters = V.check_int("iters", iters, low=0)
     lengths = V.check_lengths("lengths", lengths, batch, n, x.device)
     if int(lengths.min()) < m:
         raise ValueError(f"m must be at most every cloud's length, got m = {m} and "

@@ -74,20 +74,14 @@ def build_tree(pos: torch.Tensor, *, branching: int = 2, leaf_size: int = 16) ->
         ``levels[l - 1]``.
     """
     V.check_cloud("pos", pos)
-    branching = _check_int("branching", branching, 2)
-    leaf_size = _check_int("leaf_size", leaf_size, 1)
+    branching = V.check_int("branching", branching, low=2)
+    leaf_size = V.check_int("leaf_size", leaf_size, low=1)
     batch, n, _ = pos.shape
     bounds = _bounds(n, branching, leaf_size, pos.device)  # per depth: (S_d + 1,) range ends
     order = torch.arange(n, device=pos.device).expand(batch, n).contiguous()
     for b in bounds[:-1]:
         order = _split_round(pos, order, b)
     return _assemble(pos, order, bounds, branching, leaf_size)
-
-
-def _check_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return value
 
 
 def _bounds(n: int, branching: int, leaf_size: int, device) -> list[torch.Tensor]:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from pointabstract.ops import backends, farthest_point_sample, farthest_point_sample_naive
 from tests.helpers import cloud
+from tests.ops.clouds import degenerate_cloud
 
 EXACT = ["numba", "torch"]
 LIBRARIES = [b for b in backends()["farthest_point_sample"] if b not in EXACT]
@@ -196,3 +197,26 @@ def test_explicit_start_indices():
         farthest_point_sample(pos, 10, start=torch.tensor([5, 0, 60]))
     with pytest.raises(ValueError, match="start indices must be below lengths"):
         farthest_point_sample(pos, 10, start=starts, lengths=torch.tensor([60, 60, 30]))
+
+
+@pytest.mark.parametrize("backend", EXACT + LIBRARIES)
+@pytest.mark.parametrize("dtype,big", [(torch.float32, 1e20), (torch.float64, 1e200)])
+def test_huge_coordinates_sample_like_ordinary_ones(backend, dtype, big):
+    # every squared distance overflows the dtype (all inf: the picks used to be 0, 1, 2, ...);
+    # such clouds are sampled in (scaled) float64, which picks what the unscaled cloud would
+    if backend == "fpsample" and dtype == torch.float64:
+        pytest.skip("fpsample computes in float32: float64 beyond its range is out of reach")
+    pos = cloud(2, 2000, dtype=torch.float64, seed=3)
+    got = farthest_point_sample(pos.mul(big).to(dtype), 50, backend=backend)
+    assert torch.equal(got, farthest_point_sample_naive(pos.mul(big).to(dtype), 50))
+    if backend in EXACT:
+        assert torch.equal(got, farthest_point_sample_naive(pos, 50))
+
+
+@pytest.mark.parametrize("kind", ["identical", "half duplicates", "few values", "lattice"])
+def test_duplicate_heavy_clouds_match_naive(kind):
+    # big enough for the pruned tree variant, whose identical-point leaves keep one value
+    pos = degenerate_cloud(kind, n=2500)
+    starts = torch.tensor([4, 2499])  # inside the runs of duplicates, not their first member
+    got = farthest_point_sample(pos, 300, start=starts)
+    assert torch.equal(got, farthest_point_sample_naive(pos, 300, starts=starts))

@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -6,6 +8,7 @@ from hypothesis import strategies as st
 
 from pointabstract.ops import backends, knn, knn_naive
 from tests.helpers import cloud
+from tests.ops.clouds import degenerate_cloud
 
 EXACT = ["numba", "torch"]
 LIBRARIES = [b for b in backends()["knn"] if b not in EXACT]
@@ -59,13 +62,45 @@ def test_feature_space(backend, channels):
     feats = cloud(2, 256, channels, seed=channels)
     d, i = knn(feats, feats, 12, backend=backend)
     d_ref, i_ref = knn_naive(feats, feats, 12)
+    # channels may be summed in another order than the reference's (C > 3): distances agree
+    # to rounding, and indices too unless two distances tie within that rounding
     torch.testing.assert_close(d, d_ref, rtol=1e-5, atol=1e-6)
-    # indices agree except, possibly, between neighbours whose distances tie within rounding
     gap = (d_ref[..., 1:] - d_ref[..., :-1]).abs().min()
     if gap > 1e-4:
         assert torch.equal(i, i_ref)
     else:
         assert (i == i_ref).float().mean() > 0.999
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+@pytest.mark.parametrize("channels", [2, 16, 64])
+@pytest.mark.parametrize("offset", [0.0, 2.0**20])
+def test_feature_space_is_exact_with_ties_and_large_magnitudes(backend, channels, offset):
+    # small integers (plus a large offset): every distance is an exact integer whatever the
+    # summation order, so results must equal the reference bit for bit, ties to the lowest
+    # index. With the offset, |q|^2 + |r|^2 - 2 q.r loses all its digits in float32 (error
+    # ~C * 2^16 against distances of at most C * 9): a search that trusts it is wrong.
+    g = torch.Generator().manual_seed(channels)
+    feats = torch.randint(0, 4, (2, 300, channels), generator=g).float() + offset
+    d, i = knn(feats[:, :120], feats, 10, backend=backend)
+    d_ref, i_ref = knn_naive(feats[:, :120], feats, 10)
+    assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+
+
+@pytest.mark.parametrize("backend", ["numba", "torch"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_feature_space_near_ties_are_resolved_exactly(backend, dtype):
+    # every ref point at distance 1 or one ulp above it from a query far from the origin:
+    # the matmul distances cannot tell them apart, the exact check must
+    query = torch.full((1, 1, 8), 100.0, dtype=dtype)
+    query[..., 0] = 0.0
+    ref = query.expand(1, 400, 8).clone()
+    ref[0, :, 0] = 1.0
+    ref[0, ::3, 0] = 1.0 + torch.finfo(dtype).eps  # every third point one ulp farther
+    d, i = knn(query, ref, 30, backend=backend)
+    d_ref, i_ref = knn_naive(query, ref, 30)
+    assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+    assert (d == 1).all() and (i % 3 != 0).all()
 
 
 def test_torch_backend_is_exact_on_a_lattice_full_of_ties():
@@ -169,3 +204,57 @@ def test_real_scannet_scene_matches_reference(realdata):
     d_ref, i_ref = knn_naive(xyz[:, pick], xyz, 16)
     assert torch.equal(d[:, pick], d_ref)
     assert torch.equal(i[:, pick], i_ref)
+
+
+def test_identical_points_are_fast_and_tie_to_the_lowest_indices():
+    # 20k identical points: every distance ties, the neighbours are indices 0..k-1. The KD-tree
+    # used to visit every leaf for every query (O(N^2): about 0.5 s here, 11 s at 100k)
+    pos = torch.full((1, 20_000, 3), -3.5)
+    knn(pos[:, :100], pos[:, :100], 4)  # compiled
+    start = time.perf_counter()
+    d, i = knn(pos, pos, 16)
+    elapsed = time.perf_counter() - start
+    assert (i == torch.arange(16)).all() and (d == 0).all()
+    assert elapsed < 0.25, f"{elapsed:.2f} s"
+
+
+@pytest.mark.parametrize("backend", EXACT + LIBRARIES)
+@pytest.mark.parametrize("kind", ["identical", "half duplicates", "few values", "lattice"])
+def test_duplicate_heavy_clouds_match_naive(backend, kind):
+    pos = degenerate_cloud(kind)
+    query = torch.cat([pos[:, :100], cloud(2, 50, seed=9)], 1)  # members and outsiders
+    for k in (1, 7, 50):
+        d, i = knn(pos, pos, k, backend=backend)
+        d_ref, i_ref = knn_naive(pos, pos, k)
+        # libraries may pick other members of an exact tie (their distances are the same)
+        assert torch.equal(d, d_ref) and (backend not in EXACT or torch.equal(i, i_ref))
+        d, i = knn(query, pos, k, backend=backend)
+        d_ref, i_ref = knn_naive(query, pos, k)
+        assert torch.equal(d, d_ref) and (backend not in EXACT or torch.equal(i, i_ref))
+
+
+@pytest.mark.parametrize("backend", EXACT + LIBRARIES)
+@pytest.mark.parametrize("dtype,big", [(torch.float32, 1e20), (torch.float32, 1e37),
+                                       (torch.float64, 1e160), (torch.float64, 1e300)])
+def test_huge_coordinates_give_the_true_neighbours(backend, dtype, big):
+    # squared distances overflow the dtype (used to give idx = -1 everywhere): such clouds are
+    # ranked in (scaled) float64; dist2 is the true value rounded to the dtype (inf if too big)
+    pos = cloud(3, 200, dtype=torch.float64, seed=5).to(dtype)
+    pos[1] *= big
+    pos[2, :100] *= big  # mixed: half huge, half ordinary
+    d, i = knn(pos, pos, 8, backend=backend)
+    d_ref, i_ref = knn_naive(pos, pos, 8)
+    assert (i >= 0).all() and torch.equal(d, d_ref)
+    if backend in EXACT:
+        assert torch.equal(i, i_ref)
+    truth = torch.cdist(pos[1].double() / big, pos[1].double() / big).topk(8, largest=False).indices
+    assert (i[1].sort(-1).values == truth.sort(-1).values).float().mean() > 0.99
+    torch.testing.assert_close(d[0], knn(pos[:1], pos[:1], 8, backend=backend)[0][0])
+
+
+def test_numpy_integer_k():
+    pos = cloud(2, 50, seed=6)
+    d, i = knn(pos, pos, np.int64(5))
+    assert i.shape == (2, 50, 5)
+    with pytest.raises(TypeError, match="k must be an int, got bool"):
+        knn(pos, pos, np.bool_(True))

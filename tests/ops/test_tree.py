@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -71,9 +72,25 @@ def test_small_clouds_have_empty_nodes_marked():
     assert (tree.levels[1].children[0][counts == 0] == -1).all()
 
 
-@pytest.mark.parametrize("kwargs,match", [({"branching": 1}, "branching must be an int >= 2"),
-                                          ({"leaf_size": 0}, "leaf_size must be an int >= 1"),
-                                          ({"branching": 2.0}, "branching must be an int")])
-def test_bad_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"branching": 1}, ValueError, "branching must be an int >= 2, got 1"),
+    ({"leaf_size": 0}, ValueError, "leaf_size must be a positive int, got 0"),
+    ({"branching": 2.0}, TypeError, "branching must be an int, got float"),
+    ({"leaf_size": np.float32(4)}, TypeError, "leaf_size must be an int, got float32"),
+])
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
         build_tree(cloud(1, 10), **kwargs)
+
+
+def test_numpy_integer_arguments():
+    pos = cloud(2, 100, seed=4)
+    want = build_tree(pos, branching=3, leaf_size=8)
+    got = build_tree(pos, branching=np.int64(3), leaf_size=np.int32(8))
+    assert torch.equal(got.leaf_order, want.leaf_order) and got.leaf_size == 8
+
+
+def test_identical_points():
+    tree = build_tree(torch.zeros(1, 5000, 3), leaf_size=16)
+    assert tree.leaf_order[0].sort().values.tolist() == list(range(5000))
+    assert (tree.levels[-1].pos == 0).all() and int(tree.levels[-1].num_points[0, 0]) == 5000

@@ -181,6 +181,14 @@ def _fps_on_tree(n, m, start, out, count, perm, lo_, hi_, dim_, val_, left, tx, 
             if _box_dist(box, node, lx, ly, lz) >= best_v[node]:
                 continue  # nothing below can get closer to the set
             c = left[node]
+            if c < 0 and dim_[node] == 3:  # identical points (index order): one shared value,
+                t = lo_[node]  # kept at the first, which also wins their ties
+                dx = tx[t] - lx
+                dy = ty[t] - ly
+                dz = tz[t] - lz
+                mind[t] = min(mind[t], dx * dx + dy * dy + dz * dz)
+                best_v[node], best_t[node] = mind[t], t
+                continue
             if c < 0:
                 for t in range(lo_[node], hi_[node]):  # vectorised update
                     dx = tx[t] - lx

@@ -18,15 +18,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-_STACK = 128  # DFS stack: tree depth is about log2(N / leaf), far below this
+_STACK = 128  # DFS stacks: a query's grows by one entry per tree level
+_MAX_DEPTH = _STACK - 8  # deeper nodes stay leaves (median splits reach log2(N / leaf))
 _FRONTIER = 16  # subtrees that build_par grows concurrently
 
 
 @njit(cache=True)
 def _tree_ids(n, leaf):
-    """Upper bound on the node count of a tree over ``n`` points with leaves of <= ``leaf``
-    (every leaf holds more than leaf // 2 points)."""
-    return 2 * (n // max(1, leaf // 2) + 1) + 1
+    """Node ids to reserve for a tree over ``n`` points with leaves of at most ``leaf``.
+
+    Median splits give leaves of more than leaf // 2 points; splits moved to the edge of a
+    run of equal coordinates (see :func:`_split`) can leave smaller ones, so this reserves
+    twice that. A tree that would need more stops splitting (a larger leaf: slower, exact).
+    """
+    return 2 * (n // max(1, leaf // 4) + 1) + 1
 
 
 @njit(cache=True)
@@ -49,9 +54,7 @@ def _select_rows(p, perm, lo, hi, axis, kth):
             while p[j, axis] > piv:
                 j -= 1
             if i <= j:
-                for d in range(3):
-                    p[i, d], p[j, d] = p[j, d], p[i, d]
-                perm[i], perm[j] = perm[j], perm[i]
+                _swap(p, perm, i, j)
                 i += 1
                 j -= 1
         if kth <= j:
@@ -63,14 +66,47 @@ def _select_rows(p, perm, lo, hi, axis, kth):
 
 
 @njit(cache=True, boundscheck=False)
-def _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, child):
-    """Split ``node`` at its median on the widest axis into ids ``child``, ``child + 1``.
+def _swap(p, perm, i, j):
+    for d in range(3):
+        p[i, d], p[j, d] = p[j, d], p[i, d]
+    perm[i], perm[j] = perm[j], perm[i]
 
-    Returns False (and marks a leaf) when the node holds at most ``leaf`` points.
+
+@njit(cache=True, boundscheck=False)
+def _equal_run(p, perm, lo, mid, hi, axis):
+    """After a quickselect at ``mid`` (rows before it <= v = p[mid, axis] <= rows after it),
+    gather the rows equal to v into one run [s, e) around ``mid``; returns (s, e). When
+    no row before ``mid`` equals v, the rows after it are left alone and e = mid + 1."""
+    v = p[mid, axis]
+    s = mid
+    for t in range(mid - 1, lo - 1, -1):  # equal rows of the lower part to its end
+        if p[t, axis] == v:
+            s -= 1
+            _swap(p, perm, t, s)
+    e = mid + 1
+    if s == mid:  # no run to the left (distinct coordinates): the cut stays at mid anyway
+        return s, e
+    for t in range(mid + 1, hi):  # equal rows of the upper part to its front
+        if p[t, axis] == v:
+            _swap(p, perm, t, e)
+            e += 1
+    return s, e
+
+
+@njit(cache=True, boundscheck=False)
+def _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, child):
+    """Split ``node`` on its widest axis into ids ``child``, ``child + 1``; False for a leaf.
+
+    The cut is the median, moved to the nearer edge of the run of coordinates equal to it
+    when that run straddles the median, so equal coordinates never end up on both sides:
+    a cluster of identical points stays in one subtree until it is a node of its own. A
+    node whose points are all identical becomes one leaf whatever its size (``dim = 3``),
+    its points in increasing index order, so a query takes the few it needs and stops.
+    Other leaves have ``dim = -1``.
     """
     lo, hi = lo_[node], hi_[node]
     if hi - lo <= leaf:
-        left[node] = -1
+        left[node], dim_[node] = -1, -1
         return False
     x0, y0, z0 = p[lo, 0], p[lo, 1], p[lo, 2]
     x1, y1, z1 = x0, y0, z0
@@ -78,6 +114,10 @@ def _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, child):
         x0, x1 = min(x0, p[t, 0]), max(x1, p[t, 0])
         y0, y1 = min(y0, p[t, 1]), max(y1, p[t, 1])
         z0, z1 = min(z0, p[t, 2]), max(z1, p[t, 2])
+    if x1 == x0 and y1 == y0 and z1 == z0:
+        perm[lo:hi].sort()  # identical rows: reorder the indices alone
+        left[node], dim_[node] = -1, 3
+        return False
     axis = 0  # the widest axis, first on ties
     if y1 - y0 > x1 - x0:
         axis = 1
@@ -85,23 +125,34 @@ def _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, child):
         axis = 2
     mid = (lo + hi) // 2
     _select_rows(p, perm, lo, hi, axis, mid)
-    dim_[node], val_[node] = axis, p[mid, axis]
+    s, e = _equal_run(p, perm, lo, mid, hi, axis)
+    if s > lo and (e == hi or mid - s <= e - mid):
+        cut = s  # left < v <= right
+    else:
+        cut = e  # left <= v < right (e < hi: the axis is not flat)
+    dim_[node], val_[node] = axis, p[mid, axis]  # the run's value, v
     left[node] = child
-    lo_[child], hi_[child], lo_[child + 1], hi_[child + 1] = lo, mid, mid, hi
+    lo_[child], hi_[child], lo_[child + 1], hi_[child + 1] = lo, cut, cut, hi
     return True
 
 
 @njit(cache=True, boundscheck=False)
-def _grow(p, perm, root, next_id, leaf, lo_, hi_, dim_, val_, left):
-    """Split ``root`` recursively (depth first), taking new ids from ``next_id`` on."""
+def _grow(p, perm, root, depth0, next_id, limit, leaf, lo_, hi_, dim_, val_, left):
+    """Split ``root`` (at depth ``depth0``) recursively, depth first, taking new ids from
+    ``next_id`` up to ``limit``; a node past _MAX_DEPTH or out of ids stays a leaf."""
     stack = np.empty(_STACK, np.int64)
-    stack[0] = root
+    depth = np.empty(_STACK, np.int64)
+    stack[0], depth[0] = root, depth0
     sp = 1
     while sp > 0:
         sp -= 1
-        node = stack[sp]
+        node, dep = stack[sp], depth[sp]
+        if dep >= _MAX_DEPTH or next_id + 2 > limit:
+            left[node], dim_[node] = -1, -1
+            continue
         if _split(p, perm, node, leaf, lo_, hi_, dim_, val_, left, next_id):
             stack[sp], stack[sp + 1] = next_id, next_id + 1
+            depth[sp], depth[sp + 1] = dep + 1, dep + 1
             sp += 2
             next_id += 2
     return next_id
@@ -127,7 +178,7 @@ def _finish(p, n, tx, ty, tz):
 def build(pts, n, leaf, perm, lo_, hi_, dim_, val_, left, tx, ty, tz):
     """Build the tree of ``pts[:n]`` (N, 3) into preallocated arrays; returns ids used."""
     p = _start(pts, n, perm, lo_, hi_, left)
-    count = _grow(p, perm, 0, 1, leaf, lo_, hi_, dim_, val_, left)
+    count = _grow(p, perm, 0, 0, 1, left.shape[0], leaf, lo_, hi_, dim_, val_, left)
     _finish(p, n, tx, ty, tz)
     return count
 
@@ -139,7 +190,7 @@ def build_par(pts, n, leaf, perm, lo_, hi_, dim_, val_, left, tx, ty, tz):
     p = _start(pts, n, perm, lo_, hi_, left)
     frontier = np.empty(_FRONTIER, np.int64)
     frontier[0] = 0
-    count, width = 1, 1
+    count, width, levels = 1, 1, 0
     while 2 * width <= _FRONTIER:
         grown = np.empty(_FRONTIER, np.int64)
         g = 0
@@ -148,18 +199,20 @@ def build_par(pts, n, leaf, perm, lo_, hi_, dim_, val_, left, tx, ty, tz):
                 grown[g], grown[g + 1] = count, count + 1
                 g += 2
                 count += 2
-        if g == 0:
-            break
+        if g == 0:  # every node of the frontier became a leaf
+            _finish(p, n, tx, ty, tz)
+            return count
         frontier[:g] = grown[:g]
         width = g
-    first = np.empty(width, np.int64)
+        levels += 1
+    first = np.empty(width + 1, np.int64)
+    first[0] = count
     for i in range(width):
-        first[i] = count
-        count += _tree_ids(hi_[frontier[i]] - lo_[frontier[i]], leaf)
+        first[i + 1] = first[i] + _tree_ids(hi_[frontier[i]] - lo_[frontier[i]], leaf)
     for i in prange(width):
-        _grow(p, perm, frontier[i], first[i], leaf, lo_, hi_, dim_, val_, left)
+        _grow(p, perm, frontier[i], levels, first[i], first[i + 1], leaf, lo_, hi_, dim_, val_, left)
     _finish(p, n, tx, ty, tz)
-    return count
+    return first[width]
 
 
 @njit(cache=True, boundscheck=False)
@@ -176,6 +229,24 @@ def _knn_one(qx, qy, qz, tree, k, dk, ik, nstack, bstack):
         if bound > dk[k - 1]:
             continue
         child = left[node]
+        if child < 0 and dim_[node] == 3:  # identical points in index order: take the first
+            t = lo_[node]  # ones that fit, then stop (the later ones have larger indices)
+            dx = tx[t] - qx
+            dy = ty[t] - qy
+            dz = tz[t] - qz
+            d = dx * dx + dy * dy + dz * dz
+            for t in range(lo_[node], hi_[node]):
+                p = perm[t]
+                if d > dk[k - 1] or (d == dk[k - 1] and p > ik[k - 1]):
+                    break
+                j = k - 1
+                while j > 0 and (dk[j - 1] > d or (dk[j - 1] == d and ik[j - 1] > p)):
+                    dk[j] = dk[j - 1]
+                    ik[j] = ik[j - 1]
+                    j -= 1
+                dk[j] = d
+                ik[j] = p
+            continue
         if child < 0:
             for t in range(lo_[node], hi_[node]):
                 dx = tx[t] - qx
@@ -215,6 +286,26 @@ def _ball_one(qx, qy, qz, tree, r2, k, dk, ik, nstack):
         sp -= 1
         node = nstack[sp]
         child = left[node]
+        if child < 0 and dim_[node] == 3:  # identical points in index order: take the first
+            t = lo_[node]  # ones that fit, then stop (the later ones have larger indices)
+            dx = tx[t] - qx
+            dy = ty[t] - qy
+            dz = tz[t] - qz
+            d = dx * dx + dy * dy + dz * dz
+            if d <= r2:
+                for t in range(lo_[node], hi_[node]):
+                    p = perm[t]
+                    if found >= k and p > ik[k - 1]:
+                        break
+                    j = min(found, k - 1)
+                    while j > 0 and ik[j - 1] > p:
+                        ik[j] = ik[j - 1]
+                        dk[j] = dk[j - 1]
+                        j -= 1
+                    ik[j] = p
+                    dk[j] = d
+                    found += 1
+            continue
         if child < 0:
             for t in range(lo_[node], hi_[node]):
                 dx = tx[t] - qx
