@@ -56,7 +56,9 @@ def test_datasets_are_normalised_to_the_unit_sphere(synth, dataset):
         # the N drawn points are centred and scaled (the farthest on the unit sphere)
         np.testing.assert_allclose(np.linalg.norm(sample["pos"], axis=1).max(), 1.0, rtol=1e-5)
         np.testing.assert_allclose(sample["pos"].mean(0), 0.0, atol=1e-5)
-    assert len(task.category_names) == 16 and task.has_parts == (dataset == "shapenet_part")
+    # ShapeNetCore labels index its 24-entry table (ShapeNetCore13 first, then the other
+    # ShapeNetPart categories) in every layout
+    assert len(task.category_names) == (24 if dataset == "shapenet_core" else 16) and task.has_parts == (dataset == "shapenet_part")
     assert task.model_args() == {}
 
 
