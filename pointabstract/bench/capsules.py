@@ -73,22 +73,13 @@ def measure_step(caps: int, routing: str, *, batch: int, points: int, repeats: i
     """Time and peak memory of one training step; call in a fresh process (see module doc)."""
     import torch
 
-    from .models import _peak_bytes, _reset_peak, _rss_bytes
+    from .measure import measure_step
 
     model = build(caps, routing, tiny=tiny)
     step = _step_fn(model)
     pos = torch.rand(batch, points, 3) * 2 - 1
-    _reset_peak()
-    base = _rss_bytes()
-    step(pos)
-    peak = _peak_bytes() - base
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step(pos)
-        times.append(time.perf_counter() - start)
     return {"params_m": sum(p.numel() for p in model.parameters()) / 1e6,
-            "ms": statistics.median(times) * 1e3, "peak_mb": max(0, peak) / 2**20}
+            **measure_step(step, pos, repeats=repeats)}
 
 
 def _try_batch(caps: int, routing: str, batch: int, points: int, cap_mb: float, tiny: bool = False) -> dict:

@@ -13,11 +13,9 @@ synthetic set by default), reporting test accuracy and training samples per seco
 from __future__ import annotations
 
 import json
-import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 __all__ = ["ablation_table", "format_scaling", "measure_one", "model_cost", "scaling"]
@@ -57,6 +55,7 @@ def measure_one(model: str, n: int, *, batch: int, repeats: int, overrides: dict
     import torch
 
     from ..models import build_model
+    from .measure import measure_step
 
     name = model.split(" ")[0]
     torch.manual_seed(0)
@@ -68,39 +67,7 @@ def measure_one(model: str, n: int, *, batch: int, repeats: int, overrides: dict
         torch.nn.functional.cross_entropy(net(pos)["logits"], labels).backward()
 
     step(torch.rand(batch, 64, 3))  # loads the compiled kernels: not part of the peak below
-    pos = torch.rand(batch, n, 3)
-    _reset_peak()
-    base = _rss_bytes()
-    step(pos)
-    peak = _peak_bytes() - base
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step(pos)
-        times.append(time.perf_counter() - start)
-    return {"ms": statistics.median(times) * 1e3, "peak_mb": max(0, peak) / 2**20}
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
-
-
-def _reset_peak() -> None:
-    """Reset the kernel's peak-RSS counter (VmHWM) of this process (Linux >= 4.0)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass  # then the peak also covers what happened before; still an upper bound
-
-
-def _peak_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return measure_step(step, torch.rand(batch, n, 3), repeats=repeats)
 
 
 def scaling(ns=(512, 1024, 2048, 4096), *, batch: int = 8, repeats: int = 3,

@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import subprocess
 import sys
-import time
 
 __all__ = ["LAYERS", "add_arguments", "fit_exponent", "format_table", "main", "measure_layer", "run"]
 
@@ -59,7 +57,7 @@ def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: 
     """
     import torch
 
-    from .models import _peak_bytes, _reset_peak, _rss_bytes
+    from .measure import measure_step
 
     torch.manual_seed(0)
     fn = _build(layer, dim, heads)
@@ -76,22 +74,7 @@ def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: 
         fn(x, pos).square().mean().backward()
 
     step(256)  # compiled kernels and lazy initialisation: not part of the measurement
-    cuda = device.startswith("cuda")
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    _reset_peak()
-    base = _rss_bytes()
-    step(n)
-    peak = torch.cuda.max_memory_allocated() if cuda else _peak_bytes() - base
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step(n)
-        if cuda:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return {"ms": statistics.median(times) * 1e3, "peak_mb": max(0, peak) / 2**20}
+    return measure_step(step, n, repeats=repeats, cuda=device.startswith("cuda"))
 
 
 def run(ns=(1024, 2048, 4096, 8192, 16384, 32768, 65536), *, layers=LAYERS, dim: int = 128, heads: int = 4,
