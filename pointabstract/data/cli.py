@@ -14,6 +14,7 @@ Any dataset root works: ``pointabstract data info /data/shapes`` (ROOT defaults 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def _check_samples(dataset, problems: list[str], progress: bool) -> None:
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(0)
-    for index in tqdm(range(len(dataset)), desc="checking", disable=not progress, leave=False):
+    bar = not (progress and sys.stderr.isatty())  # no carriage-return spam in logs and files
+    for index in tqdm(range(len(dataset)), desc="checking", disable=bar, leave=False):
         try:
             dataset.load(index, rng)
         except ValueError as err:

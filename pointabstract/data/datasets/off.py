@@ -322,7 +322,8 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
             handle["label"] = np.array(labels, dtype=np.int64)
             handle["source"] = np.array(names, dtype="S")
             handle["stat"] = stats
-            bar = tqdm(total=len(jobs), desc=f"sampling {folder.name}/{split} meshes", disable=not progress)
+            bar = tqdm(total=len(jobs), desc=f"sampling {folder.name}/{split} meshes",
+                       disable=not (progress and sys.stderr.isatty()))
             with _Pool(workers) as pool:
                 for row, (points, normals) in enumerate(pool(_mesh_job, jobs)):
                     data[row], normal[row] = points, normals

@@ -131,7 +131,8 @@ def _generate_split(split: str, count: int, *, level, seed, num_points, nuisance
     normal = np.empty_like(pos)
     pid = np.empty((count, num_points), np.int32)
     category = np.empty(count, np.int32)
-    bar = tqdm(total=count, desc=f"synthetic {level} {split}", unit="shape", disable=not progress)
+    bar = tqdm(total=count, desc=f"synthetic {level} {split}", unit="shape",
+               disable=not (progress and sys.stderr.isatty()))
     with bar:
         if workers > 1 and count >= 64:
             with _context().Pool(workers) as pool:
