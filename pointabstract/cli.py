@@ -141,7 +141,26 @@ def _one_line(err: BaseException) -> str:
     return text
 
 
+# optional dependencies -> the extra that installs them (pyproject.toml)
+OPTIONAL = {"yaml": "train", "matplotlib": "train", "tensorboard": "train", "PIL": "train",
+            "h5py": "data", "trimesh": "data", "tqdm": "data", "open3d": "viz",
+            "torch_geometric": "pyg", "scipy": "backends", "fpsample": "backends", "pykdtree": "backends"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; user errors and missing optional dependencies are one ``error:`` line."""
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as err:
+        extra = OPTIONAL.get((err.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"error: this command needs {err.name}, an optional dependency: "
+              f"pip install 'pointabstract[{extra}]'", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # key=value overrides after an option (train demo --resume optim.lr=1e-3)

@@ -168,3 +168,18 @@ def test_compile_notice_names_kernels_missing_from_the_cache(tmp_path, monkeypat
     cli._compile_notice("train")
     cli._compile_notice("data")
     assert capsys.readouterr().err == "compiling pointabstract kernels (once per install, up to a minute or two)...\n"
+
+
+def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
+    from pointabstract import cli
+
+    def no_yaml():
+        raise ModuleNotFoundError("No module named 'yaml'", name="yaml")
+
+    monkeypatch.setattr(cli, "build_parser", no_yaml)
+    assert cli.main(["train", "demo"]) == 2
+    assert capsys.readouterr().err == ("error: this command needs yaml, an optional dependency: "
+                                       "pip install 'pointabstract[train]'\n")
+    monkeypatch.setattr(cli, "build_parser", lambda: (_ for _ in ()).throw(ModuleNotFoundError("x", name="not_ours")))
+    with pytest.raises(ModuleNotFoundError):  # not an optional dependency: a real bug
+        cli.main(["train", "demo"])
