@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name in BENCHES:
         module = bench_module(name)
-        doc = (module.main.__doc__ or module.__doc__ or name).strip().splitlines()[0]
+        doc = (module.__doc__ or name).strip().splitlines()[0]
         sub_parser = bench_sub.add_parser(name, help=doc, description=doc)
         module.add_arguments(sub_parser)
         sub_parser.set_defaults(func=module.main)

@@ -1,7 +1,7 @@
 """Benchmarks printed as tables: ``pointabstract bench NAME``.
 
 Every benchmark is a module here with ``add_arguments(parser)`` and ``main(args) -> int``
-(its docstring's first line is the command's help), listed once in :data:`BENCHES`.
+(the module docstring's first line is the command's help), listed once in :data:`BENCHES`.
 Comparisons over seeds share :mod:`.seeds` (mean ± std, markdown + JSON under runs/bench/).
 """
 
