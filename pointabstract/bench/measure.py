@@ -61,3 +61,28 @@ def measure_step(step: Callable[[object], None], arg, *, repeats: int, cuda: boo
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     return {"ms": statistics.median(times) * 1e3, "peak_mb": max(0, peak) / 2**20}
+
+
+def run_isolated(function: str, kwargs: dict, *, memory_limit_gb: float | None, timeout_s: float) -> dict:
+    """Call ``function`` ("module:name", returning a JSON-able dict) with ``kwargs`` in a fresh
+    Python process (each measurement starts from a clean heap), under an address-space limit
+    when ``memory_limit_gb`` is set. Returns its result, or ``{"error": "out of memory" |
+    "timeout after T s" | the last line of stderr}``."""
+    import json
+    import subprocess
+    import sys
+
+    module, name = function.split(":")
+    limit = "" if memory_limit_gb is None else \
+        f"resource.setrlimit(resource.RLIMIT_AS, ({int(memory_limit_gb * 2**30)},) * 2)\n"
+    code = ("import json, resource\n" + limit + f"from {module} import {name}\n"
+            f"print(json.dumps({name}(**json.loads({json.dumps(json.dumps(kwargs))}))))\n")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout_s:.0f} s"}
+    if proc.returncode == 0:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    err = proc.stderr
+    oom = "MemoryError" in err or "alloc" in err.lower() or "out of memory" in err.lower()
+    return {"error": "out of memory" if oom else (err.strip().splitlines() or ["killed"])[-1][:120]}

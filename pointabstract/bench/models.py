@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+from .measure import run_isolated
 
 __all__ = ["ablation_table", "format_scaling", "measure_one", "model_cost", "scaling"]
 
@@ -79,22 +80,9 @@ def scaling(ns=(512, 1024, 2048, 4096), *, batch: int = 8, repeats: int = 3,
         for n in ns:
             args = {"model": model, "n": n, "batch": batch, "repeats": repeats,
                     "overrides": {**(overrides or {}), **extra}}
-            code = ("import json, resource, sys\n"
-                    f"resource.setrlimit(resource.RLIMIT_AS, ({int(memory_limit_gb * 2**30)},) * 2)\n"
-                    "from pointabstract.bench.models import measure_one\n"
-                    f"args = json.loads({json.dumps(json.dumps(args))})\n"
-                    "print(json.dumps(measure_one(args.pop('model'), args.pop('n'), **args)))\n")
-            try:
-                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                      timeout=timeout_s)
-                if proc.returncode == 0:
-                    row = {"model": model, "n": n, **json.loads(proc.stdout.strip().splitlines()[-1])}
-                else:
-                    tail = proc.stderr.strip().splitlines()[-1:] or ["killed"]
-                    oom = "MemoryError" in proc.stderr or "alloc" in proc.stderr.lower()
-                    row = {"model": model, "n": n, "error": "out of memory" if oom else tail[0][:120]}
-            except subprocess.TimeoutExpired:
-                row = {"model": model, "n": n, "error": f"timeout after {timeout_s:.0f} s"}
+            row = {"model": model, "n": n, **run_isolated("pointabstract.bench.models:measure_one", args,
+                                                          memory_limit_gb=memory_limit_gb,
+                                                          timeout_s=timeout_s)}
             rows.append(row)
             progress(_row_text(row))
     return rows
@@ -169,7 +157,6 @@ def add_arguments(parser) -> None:
 
 def main(args) -> int:
     """Model size, centroid vs full attention scaling, and Table 3 over seeds."""
-    import sys
 
     from ..engine.run_dir import check_writable_file
     from .seeds import format_table, summarise, write_results

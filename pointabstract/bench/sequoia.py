@@ -12,10 +12,9 @@ about 1.1 from 4k to 64k, N^2 gives 2.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
-import sys
+
+from .measure import run_isolated
 
 __all__ = ["LAYERS", "add_arguments", "fit_exponent", "format_table", "main", "measure_layer", "run"]
 
@@ -88,24 +87,9 @@ def run(ns=(1024, 2048, 4096, 8192, 16384, 32768, 65536), *, layers=LAYERS, dim:
         for n in ns:
             args = {"layer": layer, "n": n, "dim": dim, "heads": heads, "batch": batch, "repeats": repeats,
                     "device": device}
-            limit = "" if device.startswith("cuda") else \
-                f"resource.setrlimit(resource.RLIMIT_AS, ({int(memory_limit_gb * 2**30)},) * 2)\n"
-            code = ("import json, resource\n" + limit +
-                    "from pointabstract.bench.sequoia import measure_layer\n"
-                    f"a = json.loads({json.dumps(json.dumps(args))})\n"
-                    "print(json.dumps(measure_layer(a.pop('layer'), a.pop('n'), **a)))\n")
-            try:
-                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                      timeout=timeout_s)
-                if proc.returncode == 0:
-                    row = {"layer": layer, "n": n, **json.loads(proc.stdout.strip().splitlines()[-1])}
-                else:
-                    err = proc.stderr
-                    oom = "MemoryError" in err or "alloc" in err.lower() or "out of memory" in err.lower()
-                    tail = (err.strip().splitlines() or ["killed"])[-1][:120]
-                    row = {"layer": layer, "n": n, "error": "out of memory" if oom else tail}
-            except subprocess.TimeoutExpired:
-                row = {"layer": layer, "n": n, "error": f"timeout after {timeout_s:.0f} s"}
+            limit = None if device.startswith("cuda") else memory_limit_gb
+            row = {"layer": layer, "n": n, **run_isolated("pointabstract.bench.sequoia:measure_layer", args,
+                                                          memory_limit_gb=limit, timeout_s=timeout_s)}
             rows.append(row)
             progress(_row_text(row))
     return rows
