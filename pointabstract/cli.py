@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     train = sub.add_parser("train", help="train a model from a preset and key=value overrides")
-    train.add_argument("config", help="preset name (e.g. demo) or YAML file")
+    train.add_argument("config", help="preset name (e.g. demo), YAML file, or a model name (e.g. "
+                       "capsule_ae_small_ca: its task's usual dataset, outputs in runs/<name>)")
     train.add_argument("overrides", nargs="*", metavar="key=value",
                        help="config overrides, e.g. optim.lr=3e-4 model.k=16")
     train.add_argument("--resume", action="store_true",

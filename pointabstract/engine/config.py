@@ -95,13 +95,31 @@ def preset_path(name_or_path: str) -> Path:
     if candidate.is_file():
         return candidate
     names = sorted(p.stem for p in PRESETS.glob("*.yaml"))
-    raise FileNotFoundError(f"no config file {name_or_path!r} and no preset of that name; presets: {names}")
+    raise FileNotFoundError(f"no config file {name_or_path!r} and no preset of that name; presets: {names}; "
+                            f"or a model name (pointabstract.models.MODELS)")
+
+
+# the dataset a model-name run reads by default, per task (the built-in data has both layouts)
+TASK_DATASETS = {"classification": "modelnet40", "reconstruction": "shapenet_part",
+                 "part_segmentation": "shapenet_part"}
+
+
+def model_preset(name: str) -> dict:
+    """``pointabstract train capsule_ae_small_ca``: a flat config for a registry model name with
+    everything else at its defaults, the task's usual dataset (:data:`TASK_DATASETS`) under
+    ``data.root`` and outputs in ``runs/<name>``."""
+    task = MODELS[name].task
+    return {"model": name, "data.dataset": TASK_DATASETS.get(task, DataConfig.dataset),
+            "log.out_dir": f"runs/{name}"}
 
 
 def load_config(preset: str | Path | None = None, overrides: list[str] | dict | None = None) -> RunConfig:
-    """Build a RunConfig from a preset (file or name) and overrides (``["k=v", ...]`` or a dict)."""
+    """Build a RunConfig from a preset (file, preset name or registry model name) and overrides (``["k=v", ...]`` or a dict)."""
     flat = {}
-    if preset is not None:
+    if preset is not None and not Path(str(preset)).is_file() and str(preset) in MODELS \
+            and not (PRESETS / f"{preset}.yaml").is_file():
+        flat = model_preset(str(preset))
+    elif preset is not None:
         text = preset_path(str(preset)).read_text()
         flat = yaml.safe_load(text) or {}
         if not isinstance(flat, dict) or any(isinstance(v, dict) for v in flat.values()):

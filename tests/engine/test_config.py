@@ -51,3 +51,15 @@ def test_flat_round_trip():
     flat = to_flat(cfg)
     again = load_config(None, yaml.safe_load(yaml.safe_dump(flat)))
     assert to_flat(again) == flat
+
+
+def test_a_registry_model_name_is_a_preset_with_its_tasks_dataset():
+    cfg = load_config("capsule_ae_small_ca", ["optim.epochs=2"])
+    assert (cfg.model, cfg.task, cfg.data.dataset) == ("capsule_ae_small_ca", "reconstruction", "shapenet_part")
+    assert cfg.log.out_dir == "runs/capsule_ae_small_ca" and cfg.optim.epochs == 2
+    seg = load_config("sequoia_seg")
+    assert (seg.task, seg.data.dataset) == ("part_segmentation", "shapenet_part")
+    assert load_config("centroid_transformer").data.dataset == "modelnet40"
+    # a preset file of the same name would win; an unknown name lists both kinds
+    with pytest.raises(FileNotFoundError, match="or a model name"):
+        load_config("capsule_ae_nope")
