@@ -6,7 +6,7 @@ from .attention import NORMALIZE, MultiHeadSelfAttention, attend, attend_naive
 from .blocks import BlockStack, CABlock, PostBlock, SABlock
 from .capsules import PrimaryPointCapsules, squash
 from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
-from .context_pool import LOCALITIES, WEIGHTS, ContextPool
+from .context_pool import LOCALITIES, WEIGHTS, ContextPool, context_pool_from_config
 from .mlp import MLP, FeedForward, PointBatchNorm, make_norm
 from .routing import ROUTINGS, CentroidRouting, DynamicRouting, EMRouting, build_routing
 from .tree_attention import SequoiaAttention, TreeProposal
@@ -37,6 +37,7 @@ __all__ = [
     "attend",
     "attend_naive",
     "build_routing",
+    "context_pool_from_config",
     "farthest_from_centroid",
     "make_norm",
     "sequoia_attention_naive",

@@ -54,7 +54,7 @@ from torch import nn
 
 from ..ops import gather_points, knn
 
-__all__ = ["LOCALITIES", "WEIGHTS", "ContextPool"]
+__all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "context_pool_from_config"]
 
 WEIGHTS = ("learned", "uniform", "nonlocal")
 LOCALITIES = ("gaussian", "none", "fixed")
@@ -206,3 +206,21 @@ def _spacing(dist2: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(dist2[..., 0])
     nearest = dist2[..., 1].clamp_min(0).sqrt()  # (B, N): each point's distance to its nearest other
     return gather_points(nearest.unsqueeze(-1), idx).squeeze(-1).mean(-1)
+
+
+def context_pool_from_config(cfg, dim: int) -> ContextPool | None:
+    """The ContextPool a model config asks for after a block of width ``dim``, or None.
+
+    Reads the ``context_pool*`` fields every attention model's config has (the ``model.*``
+    keys ``context_pool``, ``context_pool_k``, ``context_pool_weights``,
+    ``context_pool_normalize``, ``context_pool_locality``, ``context_pool_window``,
+    ``context_pool_r``); ``context_pool=False`` (the default) gives None.
+    """
+    if not isinstance(cfg.context_pool, bool):
+        raise TypeError(f"context_pool must be a bool, got {type(cfg.context_pool).__name__} "
+                        f"{cfg.context_pool!r}")
+    if not cfg.context_pool:
+        return None
+    return ContextPool(dim, k=cfg.context_pool_k, weights=cfg.context_pool_weights,
+                       normalize=cfg.context_pool_normalize, locality=cfg.context_pool_locality,
+                       window=cfg.context_pool_window, r=cfg.context_pool_r)
