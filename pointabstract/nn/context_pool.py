@@ -221,6 +221,9 @@ def context_pool_from_config(cfg, dim: int) -> ContextPool | None:
                         f"{cfg.context_pool!r}")
     if not cfg.context_pool:
         return None
-    return ContextPool(dim, k=cfg.context_pool_k, weights=cfg.context_pool_weights,
-                       normalize=cfg.context_pool_normalize, locality=cfg.context_pool_locality,
-                       window=cfg.context_pool_window, r=cfg.context_pool_r)
+    try:
+        return ContextPool(dim, k=cfg.context_pool_k, weights=cfg.context_pool_weights,
+                           normalize=cfg.context_pool_normalize, locality=cfg.context_pool_locality,
+                           window=cfg.context_pool_window, r=cfg.context_pool_r)
+    except (TypeError, ValueError) as err:  # name the config keys the user wrote
+        raise type(err)(f"context_pool options (model.context_pool_<name>): {err}") from None
