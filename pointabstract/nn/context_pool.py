@@ -25,7 +25,10 @@ Normalisation (as in the paper, with one documented departure for the sizes):
   tokens at unit spacing. Here the pool reaches the K nearest points (n -> K) and the unit
   spacing becomes the local point spacing ``h_i`` (the mean, over i's K neighbours, of each
   neighbour's distance to its own nearest other point; exactly 1 on a unit-spaced line), so
-  ``sigma_i = r * K * s_i * h_i``.
+  ``sigma_i = r * K * s_i * h_i``. The Gaussian uses ``sigma_i^2 + eps^2`` with ``eps`` = 1e-4
+  times the cloud's radius: a size that the training drives to 0 (measured: the pool after
+  the last centroid block of the demo classifier does) then pools the point alone with finite
+  gradients, where ``sigma_i -> 0`` alone overflows them to NaN.
 
 Variants (the paper's Tables 1-2 ablations), chosen by arguments:
 
@@ -149,7 +152,7 @@ class ContextPool(nn.Module):
         pred = None
         if self.map1 is not None:
             pred = self.map2(gather_points(self.map1(x), idx).amax(2).relu())  # (B, N, 1 or 2)
-        logit, log_g, info = self._terms(x, nbrs, pred, dist2, idx)
+        logit, log_g, info = self._terms(x, p, nbrs, pred, dist2, idx)
         if self.normalize:
             coef = (logit + log_g).softmax(-1)  # (B, N, K)
         else:
@@ -160,7 +163,7 @@ class ContextPool(nn.Module):
             return y
         return y, {"idx": idx, "coef": coef, **info}
 
-    def _terms(self, x, nbrs, pred, dist2, idx):
+    def _terms(self, x, pos, nbrs, pred, dist2, idx):
         """Weight logits (B, N, K) (or raw weights), log locality mask (B, N, K), viewer info."""
         info = {"weight": None, "size": None, "sigma": None}
         if self.weights == "learned":
@@ -175,7 +178,9 @@ class ContextPool(nn.Module):
         if self.locality == "gaussian":
             s = pred[..., -1].sigmoid()  # (B, N)
             sigma = self.r * idx.shape[2] * s * _spacing(dist2, idx)
-            log_g = -dist2 / (2 * sigma.square().unsqueeze(-1)).clamp_min(torch.finfo(x.dtype).tiny)
+            floor = _floor(pos)  # (B, 1): a vanishing size pools nothing, with finite gradients
+            var = (sigma.square() + floor.square()).clamp_min(torch.finfo(x.dtype).tiny)  # (B, N)
+            log_g = -dist2 / (2 * var).unsqueeze(-1)
             info.update(size=s, sigma=sigma)
         elif self.locality == "fixed":
             far = torch.arange(idx.shape[2], device=idx.device) >= self.window  # (K,)
@@ -198,6 +203,15 @@ class ContextPool(nn.Module):
                              f"got {tuple(pos.shape)}")
         if not bool(torch.isfinite(pos).all()):
             raise ValueError("pos must be finite, got NaN or Inf coordinates")
+
+
+FLOOR = 1e-4  # sigma_i^2 + (FLOOR * cloud radius)^2 in the Gaussian (see ContextPool)
+
+
+def _floor(pos: torch.Tensor) -> torch.Tensor:
+    """(B, 1): FLOOR times each cloud's radius (largest distance from its mean), at least tiny."""
+    radius = (pos - pos.mean(1, keepdim=True)).norm(dim=-1).amax(1, keepdim=True)  # (B, 1)
+    return (FLOOR * radius).clamp_min(torch.finfo(pos.dtype).tiny)
 
 
 def _spacing(dist2: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:

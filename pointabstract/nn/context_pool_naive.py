@@ -44,6 +44,8 @@ def context_pool_naive(pool: ContextPool, x: torch.Tensor, pos: torch.Tensor) ->
         nbrs = _neighbours(pos[b], k)
         dist = [[float(((pos[b, j] - pos[b, i]) ** 2).sum()) for j in range(n)] for i in range(n)]
         nearest = [min((math.sqrt(dist[i][j]) for j in range(n) if j != i), default=0.0) for i in range(n)]
+        centre = pos[b].mean(0)
+        eps = 1e-4 * max(float((pos[b, i] - centre).norm()) for i in range(n))
         a, s = [], []
         for i in range(n):
             if pool.map1 is not None:  # layer 1: max over i's neighbours, ReLU; layer 2 per point
@@ -64,7 +66,7 @@ def context_pool_naive(pool: ContextPool, x: torch.Tensor, pos: torch.Tensor) ->
                 if pool.locality == "gaussian":
                     h_i = sum(nearest[jj] for jj in nbrs[i]) / k
                     sigma = pool.r * k * s[i] * h_i
-                    g.append(torch.exp(-dist[i][j] / (2 * sigma**2)) if dist[i][j] > 0 else
+                    g.append(torch.exp(-dist[i][j] / (2 * (sigma**2 + eps**2))) if dist[i][j] > 0 else
                              torch.ones((), dtype=x.dtype))
                 elif pool.locality == "fixed":
                     g.append(torch.tensor(float(rank < pool.window), dtype=x.dtype))

@@ -78,6 +78,19 @@ def test_sigma_is_r_n_s_on_a_unit_spaced_line():
     torch.testing.assert_close(info["sigma"], 0.1 * 5 * info["size"])
 
 
+def test_a_vanishing_size_pools_the_point_alone_with_finite_gradients():
+    # seen in training: the pool after the last centroid block drove s to 1e-11 and, before the
+    # floor on sigma, its gradients to NaN
+    pool = _pool("uniform", True, "gaussian", dim=6, k=5).float()
+    with torch.no_grad():
+        pool.map2.bias.fill_(-60.0)  # s = sigmoid(-60) ~ 1e-26
+    x = cloud(2, 16, 6, seed=15).requires_grad_()
+    y = pool(x, cloud(2, 16, seed=16))
+    torch.testing.assert_close(y, x)
+    y.square().sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in pool.parameters()) and torch.isfinite(x.grad).all()
+
+
 def test_unnormalised_weights_are_the_raw_predictions():
     pool = _pool("learned", False, "none", dim=4, k=3)
     x, pos = cloud(1, 7, 4, dtype=torch.float64, seed=9), cloud(1, 7, dtype=torch.float64, seed=10)
