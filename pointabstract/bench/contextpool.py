@@ -12,13 +12,13 @@ over ``--seeds`` seeds and reports test accuracy / instance mIoU as mean ± std:
 - ``fewer_cp``: half the attention blocks, with ContextPool, against ``none`` (all blocks
   without): the paper's "fewer layers" claim.
 
-Beside the metric: parameters, the time of one training step (forward + backward + AdamW,
-median of ``--repeats``) and its peak memory (resident high-water mark above the level before
-the step), each measured once per variant in a fresh process (time: the fastest of
-``--repeats`` steps, as other processes only ever slow a step down), with the overhead in %
-over ``none``. The default budget (``--steps 60 --seeds 3``, 300 test clouds) takes about 15 min on
-2 CPU cores; ``--long`` trains 400 steps per run on the whole test set. Everything runs on the
-CPU; times depend on the machine and its load.
+Beside the metric: parameters, the time of one training step (forward + backward + AdamW;
+the fastest of ``--repeats`` steps, as other processes only ever slow a step down) and its
+peak memory (resident high-water mark above the level before the step), each measured once
+per variant in a fresh process, with the overhead in % over ``none``. The default budget
+(``--steps 60 --seeds 3``, 300 test clouds) took 19 min on a shared 2-core CPU; ``--long``
+trains 400 steps per run on the whole test set. Everything runs on the CPU; times depend on
+the machine and its load.
 """
 
 from __future__ import annotations
