@@ -24,6 +24,7 @@ from pointabstract.data import LayoutNotFoundError
 from pointabstract.engine import load_checkpoint, load_config
 from pointabstract.engine.distributed import check_device
 from pointabstract.models import build_model
+from pointabstract.nn import ContextPool
 
 P = torch.rand(2, 64, 3, generator=torch.Generator().manual_seed(0))
 
@@ -88,6 +89,13 @@ ROWS = [
      r"unknown config key\(s\) \['depth'\] for model 'centroid_transformer'; valid keys: \["),
     ("build_model: widths of the wrong length", lambda t: build_model("centroid_transformer", widths=(8,)),
      ValueError, r"widths must list 4 block widths and ratios 2 ratios, got \(8,\)"),
+    ("build_model: unknown ContextPool locality",
+     lambda t: build_model("sequoia_seg", tiny=True, context_pool=True, context_pool_locality="box"), ValueError,
+     r"context_pool options \(model.context_pool_<name>\): locality must be one of \['gaussian', 'none', "
+     r"'fixed'\], got 'box'"),
+    ("ContextPool: features of the wrong width",
+     lambda t: ContextPool(8, k=4)(torch.rand(2, 64, 5), P), ValueError,
+     r"x must have shape \(B, N, C\) with C = dim = 8 and N >= 1, got \(2, 64, 5\)"),
     ("build_model: zero heads", lambda t: build_model("centroid_transformer", heads=0), ValueError,
      r"heads must be a positive integer, got 0"),
     ("centroid_transformer: unbatched pos",
@@ -202,6 +210,8 @@ CLI_ROWS = [
     ("bench ops: unknown device", ["bench", "ops", "--device", "tpu"],
      r"--device must be cpu, cuda or cuda:N, got 'tpu'"),
     ("train: model.widths not a list", ["train", "demo", "model.widths=abcd"], r"model.widths must be a list"),
+    ("view: --context-pool on a foreign file", ["view", "{file}", "--context-pool", "0", "--png", "{tmp}/cp.png"],
+     r"file is not a readable checkpoint"),
     ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0"),
     ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
 ]

@@ -12,6 +12,9 @@ self-attention so every centroid block sees context first):
     every block's features upsampled to the N input points (nearest neighbour in xyz),
     concatenated -> linear -> max-pool and average-pool, concatenated -> 3-layer MLP -> logits
 
+``widths`` may list any number of (SA, CA) pairs, one ratio each (the paper's network has two).
+With ``context_pool=True`` a :class:`~pointabstract.nn.ContextPool` follows every block.
+
 All activations are LeakyReLU(0.2). The downsampling ablations of the paper's Table 3 are the
 same network with another centroid initialisation and T = 0 (no attention update).
 """
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, BlockStack, CABlock, SABlock, make_norm
+from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
 from ..ops import _validate as V
 from ..ops import gather_points, knn, nearest_upsample
 from .spec import ModelSpec
@@ -52,6 +55,13 @@ class CentroidTransformerConfig:
     block_norm: str = "layer"  # normalisation inside the attention blocks: layer | batch
     embed_k: int = 16  # point embedding: max over each point's embed_k nearest neighbours of an
     #                    MLP of (neighbour - point, point); 0: an MLP of the point alone
+    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention block
+    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
+    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
+    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
+    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
+    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
+    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 class CentroidTransformer(nn.Module):
@@ -59,9 +69,11 @@ class CentroidTransformer(nn.Module):
 
     def __init__(self, cfg: CentroidTransformerConfig):
         super().__init__()
-        if len(cfg.widths) != 4 or len(cfg.ratios) != 2:
-            raise ValueError(f"widths must list 4 block widths and ratios 2 ratios, "
-                             f"got {cfg.widths} and {cfg.ratios}")
+        pairs = len(cfg.ratios)  # (SA, CA) pairs; the paper's network has two
+        if pairs < 1 or len(cfg.widths) != 2 * pairs:
+            raise ValueError(f"widths must list {2 * max(pairs, 1)} block widths and ratios {max(pairs, 1)} "
+                             f"ratios, got {tuple(cfg.widths)} and {tuple(cfg.ratios)} (one ratio per SA, CA "
+                             "pair of blocks)")
         if isinstance(cfg.heads, bool) or not isinstance(cfg.heads, int) or cfg.heads < 1:
             raise ValueError(f"heads must be a positive integer, got {cfg.heads!r}")
         if any(w % cfg.heads for w in cfg.widths):
@@ -87,7 +99,9 @@ class CentroidTransformer(nn.Module):
                 blocks.append(SABlock(dim_in, width, heads=cfg.heads, k=cfg.k,
                                       knn_space=cfg.sa_knn_space, norm=cfg.block_norm))
             dim_in = width
-        self.blocks = BlockStack(blocks)  # parameter names as in an nn.ModuleList
+        # parameter names as in an nn.ModuleList; with context_pool: blocks.i.block.*, blocks.i.post.*
+        self.blocks = BlockStack(blocks, post=(lambda i, b: context_pool_from_config(cfg, b.dim_out))
+                                 if cfg.context_pool else None)
         self.fuse = nn.Sequential(nn.Linear(sum(w), cfg.fuse_dim), make_norm(cfg.norm, cfg.fuse_dim),
                                   nn.LeakyReLU(0.2))
         self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm=cfg.norm,

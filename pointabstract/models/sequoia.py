@@ -12,6 +12,7 @@ Linear(50). Where it builds a fixed voxel tree (3 divisions per axis, depth 3) w
     tree = build_tree(xyz)   (once per forward, no gradient; shared by every layer)
     L x SequoiaAttention(dim, heads, mode) over the tree, hubs carried layer to layer
         (attention="softmax": L x dense pre-norm SDPA blocks over all N points instead)
+        context_pool=True: a ContextPool after every layer (the next layer sees pooled features)
     segmenter:  [last layer, one-hot category] -> Linear(C + 16, 512) -> LN -> ReLU
                 -> Linear(50)                                          (B, N, 50)
     classifier: [max-pool, mean-pool] -> MLP -> classes                (B, classes)
@@ -25,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..nn.context_pool import context_pool_from_config
 from ..nn.mlp import MLP
 from ..nn.tree_attention import MODES, SequoiaAttention
 from ..ops import _validate as V
@@ -52,6 +54,13 @@ class SequoiaSegConfig:
     siblings_k: int = 16  # parallel mode: same-level nearest nodes each node attends to
     mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
     head_dim: int = 512  # hidden width of the segmentation head
+    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention layer
+    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
+    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
+    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
+    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
+    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
+    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 @dataclass
@@ -69,6 +78,13 @@ class SequoiaClsConfig:
     mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
     head_dims: tuple[int, ...] = (512, 256)  # hidden sizes of the classification MLP
     dropout: float = 0.5  # dropout in the classification MLP
+    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention layer
+    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
+    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
+    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
+    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
+    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
+    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 class DenseAttentionBlock(nn.Module):
@@ -120,6 +136,11 @@ class SequoiaBackbone(nn.Module):
         else:
             self.blocks = nn.ModuleList(DenseAttentionBlock(cfg.dim, heads=cfg.heads, mlp_ratio=cfg.mlp_ratio)
                                         for _ in range(cfg.layers))
+        if cfg.context_pool:  # one ContextPool after every layer; absent (no parameters) when off
+            self.pools = nn.ModuleList(context_pool_from_config(cfg, cfg.dim) for _ in range(cfg.layers))
+        else:
+            context_pool_from_config(cfg, cfg.dim)  # still type-checks the flag
+            self.pools = None
         self.norm = nn.LayerNorm(cfg.dim)
 
     def forward(self, pos: torch.Tensor, features: torch.Tensor | None):
@@ -134,12 +155,21 @@ class SequoiaBackbone(nn.Module):
                 x, info = block(x, pos, tree, tables=tables, nodes=nodes, return_nodes=True)
                 nodes = info["nodes"]
                 outs.append(x)
+                x = self._pool(len(outs) - 1, x, pos, outs)
         else:
             for block in self.blocks:
                 x = block(x)
                 outs.append(x)
+                x = self._pool(len(outs) - 1, x, pos, outs)
         outs[-1] = self.norm(outs[-1])
         return outs, tree
+
+    def _pool(self, i: int, x: torch.Tensor, pos: torch.Tensor, outs: list) -> torch.Tensor:
+        """After layer i: ContextPool its output (B, N, C) when configured; outs[i] shows it."""
+        if self.pools is None:
+            return x
+        outs[i] = self.pools[i](x, pos)
+        return outs[i]
 
 
 def _check_features(cfg, features, pos):

@@ -1,11 +1,12 @@
 """Building blocks: MLPs, (KNN-restricted) attention, centroid attention, the block
 protocol with its runner (:mod:`pointabstract.nn.blocks`), point capsules and their routings,
-and Sequoia tree attention."""
+Sequoia tree attention, and ContextPool (adaptive context pooling after a block)."""
 
 from .attention import NORMALIZE, MultiHeadSelfAttention, attend, attend_naive
 from .blocks import BlockStack, CABlock, PostBlock, SABlock
 from .capsules import PrimaryPointCapsules, squash
 from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
+from .context_pool import LOCALITIES, WEIGHTS, ContextPool, context_pool_from_config
 from .mlp import MLP, FeedForward, PointBatchNorm, make_norm
 from .routing import ROUTINGS, CentroidRouting, DynamicRouting, EMRouting, build_routing
 from .tree_attention import SequoiaAttention, TreeProposal
@@ -13,6 +14,7 @@ from .tree_attention_naive import sequoia_attention_naive
 
 __all__ = [
     "INITS",
+    "LOCALITIES",
     "MLP",
     "NORMALIZE",
     "ROUTINGS",
@@ -20,6 +22,7 @@ __all__ = [
     "CABlock",
     "CentroidAttention",
     "CentroidRouting",
+    "ContextPool",
     "DynamicRouting",
     "EMRouting",
     "FeedForward",
@@ -29,10 +32,12 @@ __all__ = [
     "PrimaryPointCapsules",
     "SABlock",
     "SequoiaAttention",
+    "WEIGHTS",
     "TreeProposal",
     "attend",
     "attend_naive",
     "build_routing",
+    "context_pool_from_config",
     "farthest_from_centroid",
     "make_norm",
     "sequoia_attention_naive",

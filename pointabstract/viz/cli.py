@@ -46,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"the window (keys: {' '.join(KEYMAP)})")
     parser.add_argument("--screenshot-dir", type=Path, default=Path("."), help="where S saves screenshots")
     parser.add_argument("--device", default="cpu", help="torch device of the model")
+    # --- context-pool (h-cpool) ---
+    parser.add_argument("--context-pool", type=int, metavar="BLOCK", dest="context_pool",
+                        help="instead: colour the points of ContextPool BLOCK (model.context_pool=true) by "
+                             "pooling weight and support size")
+    # --- end context-pool ---
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -77,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"keys {unknown} are not in the key map {list(KEYMAP)}")
         if args.figure is not None:
             return _figure(args)
+        # --- context-pool (h-cpool) ---
+        if args.context_pool is not None:
+            return _context_pool(args)
+        # --- end context-pool ---
         if args.png is None and not has_display():  # say so before spending time on loading
             raise NoDisplayError(NO_DISPLAY)
         session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
@@ -110,6 +119,24 @@ def _figure(args: argparse.Namespace) -> int:
     out = neighbourhood_figure(session, args.figure, indices=indices, queries=3, block=args.block, k=args.k)
     print(f"wrote {out}")
     return 0
+
+
+# --- context-pool (h-cpool) ---
+def _context_pool(args: argparse.Namespace) -> int:
+    from .app import NO_DISPLAY, NoDisplayError, has_display
+    from .context_pool_view import context_pool_png, context_pool_view, show_context_pool
+
+    if args.png is None and not has_display():
+        raise NoDisplayError(NO_DISPLAY)
+    view = context_pool_view(args.checkpoint, block=args.context_pool, index=args.index, split=args.split,
+                             data_root=args.data, device=args.device)
+    if args.png is None:
+        show_context_pool(view, width=args.width, height=args.height)
+        return 0
+    out = context_pool_png(view, args.png, width=args.width, height=args.height)
+    print(f"wrote {out}: ContextPool {view.block}, {len(view.pos)} points, weight | size")
+    return 0
+# --- end context-pool ---
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,279 @@
+"""``pointabstract bench contextpool``: the ContextPool paper's ablations (Tables 1-2) on our data.
+
+For one classifier (the demo-sized centroid transformer, ``configs/demo.yaml``) and one
+segmenter (``softmax_seg_demo``), on the hard synthetic level (``--data``, both layouts of
+``pointabstract data synth --level hard``), trains every variant for a fixed number of steps
+over ``--seeds`` seeds and reports test accuracy / instance mIoU as mean ± std:
+
+- ``none``: the host without ContextPool (the reference);
+- ``cp``: ContextPool after every attention block (learned weights, softmax, learned Gaussian);
+- ``uniform``, ``nl``, ``unnormalised``: the paper's middle cell (other weightings);
+- ``no_locality``, ``fixed_window``: its bottom cell (other locality priors);
+- ``fewer_cp``: half the attention blocks, with ContextPool, against ``none`` (all blocks
+  without): the paper's "fewer layers" claim.
+
+Beside the metric: parameters, the time of one training step (forward + backward + AdamW;
+the fastest of ``--repeats`` steps, as other processes only ever slow a step down) and its
+peak memory (resident high-water mark above the level before the step), each measured once
+per variant in a fresh process, with the overhead in % over ``none``. The default budget
+(``--steps 60 --seeds 3``, 300 test clouds) took 19 min on a shared 2-core CPU; ``--long``
+trains 400 steps per run on the whole test set. Everything runs on the CPU; times depend on
+the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import statistics
+import time
+
+__all__ = ["HOSTS", "VARIANTS", "add_arguments", "format_table", "main", "measure_cost", "train_eval"]
+
+_CP = {"context_pool": True}
+VARIANTS = {
+    "none": {},
+    "cp": _CP,
+    "uniform": {**_CP, "context_pool_weights": "uniform"},
+    "nl": {**_CP, "context_pool_weights": "nonlocal"},
+    "unnormalised": {**_CP, "context_pool_normalize": False},
+    "no_locality": {**_CP, "context_pool_locality": "none"},
+    "fixed_window": {**_CP, "context_pool_locality": "fixed"},
+    "fewer_cp": _CP,  # plus the host's "fewer" overrides
+}
+# host -> (config: preset or flat keys, its half-depth overrides, the metric, its label)
+HOSTS = {
+    "classifier": ({"preset": "demo", "data.dataset": "modelnet40", "data.batch_size": 16,
+                    "data.num_points": 256},
+                   {"model.widths": [32, 64], "model.ratios": [0.5]}, "overall_accuracy", "accuracy"),
+    "segmenter": ({"model": "softmax_seg_demo", "data.dataset": "shapenet_part", "data.batch_size": 16,
+                   "data.num_points": 256, "optim.lr": 0.002},
+                  {"model.layers": 1}, "instance_miou", "instance mIoU"),
+}
+# the paper's numbers (Table 1: EN-DE BLEU, memory GB; Table 2: ImageNet top-1)
+PAPER = {"none": ("28.16", "77.9"), "cp": ("28.91", "79.9"), "unnormalised": ("28.79", "79.7"),
+         "uniform": ("28.52", "78.9"), "nl": ("28.66", "79.4"), "no_locality": ("28.31", "78.3"),
+         "fixed_window": ("28.55", "78.9"), "fewer_cp": ("-", "76.8 (10 vs 12 layers)")}
+
+
+def _config(host: str, variant: str, data: str, seed: int):
+    from ..engine import load_config
+
+    if host not in HOSTS:
+        raise ValueError(f"host must be one of {list(HOSTS)}, got {host!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+    base, fewer, _, _ = HOSTS[host]
+    flat = {k: v for k, v in base.items() if k != "preset"}
+    flat.update({"data.root": data, "data.workers": 0, "seed": seed, "device": "cpu", "log.progress": False})
+    flat.update({f"model.{k}": v for k, v in VARIANTS[variant].items()})
+    if variant == "fewer_cp":
+        flat.update(fewer)
+    return load_config(base.get("preset"), flat)
+
+
+def _build(cfg, task, variant: str, *, tiny: bool):
+    import torch
+
+    from ..models import build_model
+
+    torch.manual_seed(cfg.seed)
+    args = {**cfg.model_args, **task.model_args()}
+    if tiny:  # the registry's test size (a smoke test of this benchmark), keeping the variant keys
+        args = {k: v for k, v in args.items() if k.startswith("context_pool") or k in task.model_args()}
+        if variant == "fewer_cp":
+            half = {"widths": (8, 16), "ratios": (0.5,)} if "widths" in cfg.model_args else {"layers": 1}
+            args.update(half)
+    return build_model(cfg.model, tiny=tiny, **args)
+
+
+def _optimiser(model, cfg, steps: int):
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    cosine = lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))  # noqa: E731
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine)
+    return opt, sched
+
+
+def train_eval(host: str, variant: str, seed: int, *, data: str, steps: int, eval_samples: int,
+               tiny: bool = False) -> dict:
+    """Train ``variant`` of ``host`` for ``steps`` AdamW steps (cosine schedule) from ``seed``;
+    return its test metric on ``eval_samples`` evenly spaced test clouds (0: all)."""
+    import torch
+
+    from ..data import collate
+    from ..engine import task_class
+
+    cfg = _config(host, variant, data, seed)
+    task = task_class(cfg.task)(cfg)
+    train, test = task.dataset("train", train=True), task.dataset("test", train=False)
+    model = _build(cfg, task, variant, tiny=tiny)
+    opt, sched = _optimiser(model, cfg, steps)
+    gen = torch.Generator().manual_seed(seed)
+    device, done, epoch = torch.device("cpu"), 0, 0
+    model.train()
+    while done < steps:
+        train.set_epoch(epoch)
+        for batch in torch.utils.data.DataLoader(train, batch_size=cfg.data.batch_size, shuffle=True,
+                                                 generator=gen, collate_fn=collate, drop_last=True):
+            opt.zero_grad(set_to_none=True)
+            task.step(model, batch, device)[0].backward()
+            opt.step()
+            sched.step()
+            done += 1
+            if done >= steps:
+                break
+        epoch += 1
+    if eval_samples and eval_samples < len(test):
+        test = _Subset(test, torch.linspace(0, len(test) - 1, eval_samples).long().tolist())
+    loader = torch.utils.data.DataLoader(test, batch_size=cfg.data.eval_batch_size, collate_fn=collate)
+    metrics = task.evaluate(model.eval(), loader, device, autocast=contextlib.nullcontext)
+    return {"metric": float(metrics[HOSTS[host][2]]), "steps": done}
+
+
+def _Subset(dataset, indices):
+    """A subset that the tasks' evaluation can use like its dataset (its ``transform`` and other
+    attributes are the dataset's)."""
+    from torch.utils.data import Subset
+
+    class _Forwarding(Subset):
+        def __getattr__(self, name):
+            return getattr(self.dataset, name)
+
+        @property
+        def transform(self):
+            return self.dataset.transform
+
+        @transform.setter
+        def transform(self, value):
+            self.dataset.transform = value
+
+    return _Forwarding(dataset, indices)
+
+
+def measure_cost(host: str, variant: str, *, data: str, repeats: int, tiny: bool = False) -> dict:
+    """Parameters, time and peak memory of one training step on one batch (fresh process)."""
+    import torch
+
+    from ..data import collate
+    from ..engine import task_class
+    from .measure import measure_step
+
+    cfg = _config(host, variant, data, 0)
+    task = task_class(cfg.task)(cfg)
+    train = task.dataset("train", train=True)
+    model = _build(cfg, task, variant, tiny=tiny).train()
+    opt, _ = _optimiser(model, cfg, 1)
+    batch = collate([train[i] for i in range(cfg.data.batch_size)])
+
+    def step(b):
+        opt.zero_grad(set_to_none=True)
+        task.step(model, b, torch.device("cpu"))[0].backward()
+        opt.step()
+
+    step(collate([train[i] for i in range(2)]))  # compiled kernels, lazy initialisation
+    params = sum(p.numel() for p in model.parameters())
+    cost = measure_step(step, batch, repeats=1)  # the peak memory (and one timed step)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step(batch)
+        times.append(time.perf_counter() - start)
+    # the fastest step: other processes on a shared machine only ever slow a step down
+    return {"params": params, "peak_mb": cost["peak_mb"], "ms": 1e3 * min(times),
+            "ms_median": 1e3 * statistics.median(times)}
+
+
+def _pct(value: float, ref: float) -> str:
+    return f"{100 * (value / ref - 1):+.0f} %" if ref else "-"
+
+
+def format_table(host: str, summary: list[dict], costs: dict) -> str:
+    """Markdown for one host: metric mean ± std and whether it differs from ``none`` and ``cp``
+    beyond the seed spread, the cost columns, the paper's Table 1 / 2 numbers."""
+    from .seeds import beyond_spread
+
+    label = HOSTS[host][3]
+    by = {s["variant"]: s for s in summary}
+    ref_cost = costs.get("none", {})
+    head = (f"| variant | seeds | {label} | vs none | vs cp | params | ms / step | peak MiB | "
+            "paper BLEU (T1) | paper top-1 (T2) |")
+    lines = [head, "|---|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+    for s in summary:
+        m, c = s["metric"], costs.get(s["variant"], {})
+
+        def versus(other, s=s, m=m):
+            o = by.get(other)
+            if o is None or o is s:
+                return "-"
+            return "beyond spread" if beyond_spread(m, o["metric"]) else "within spread"
+
+        cells = [s["variant"], str(s["n"]), f"{m['mean']:.4f} ± {m['std']:.4f}", versus("none"), versus("cp")]
+        if "ms" in c:
+            cells += [f"{c['params']:,} ({_pct(c['params'], ref_cost.get('params', 0))})",
+                      f"{c['ms']:.0f} ({_pct(c['ms'], ref_cost.get('ms', 0))})",
+                      f"{c['peak_mb']:.0f} ({_pct(c['peak_mb'], ref_cost.get('peak_mb', 0))})"]
+        else:
+            cells += [c.get("error", "-")] * 3
+        cells += list(PAPER.get(s["variant"], ("-", "-")))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's options (``pointabstract bench contextpool``)."""
+    parser.add_argument("--data", default="datasets/synthetic-hard",
+                        help="root of `pointabstract data synth --level hard` (both layouts)")
+    parser.add_argument("--hosts", nargs="+", choices=list(HOSTS), default=list(HOSTS))
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--seeds", type=int, default=3, help="training runs per variant (mean ± std)")
+    parser.add_argument("--steps", type=int, default=60, help="AdamW steps per training run")
+    parser.add_argument("--eval-samples", type=int, default=300, help="test clouds evaluated (0: all)")
+    parser.add_argument("--repeats", type=int, default=8, help="timed steps of the cost columns (fastest)")
+    parser.add_argument("--long", action="store_true", help="400 steps per run, the whole test set")
+    parser.add_argument("--out-dir", default="runs/bench", help="where the markdown and JSON go")
+    parser.add_argument("--tiny", action="store_true", help="registry test sizes (a smoke test of the bench)")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark with parsed ``args``, print one table per host, write the results."""
+    import sys
+
+    import torch
+
+    from .measure import run_isolated
+    from .seeds import run_seeds, summarise, write_results
+
+    steps, evals = (400, 0) if args.long else (args.steps, args.eval_samples)
+    if "none" not in args.variants:
+        raise ValueError(f"variants must include 'none' (the reference), got {args.variants}")
+    started = time.perf_counter()
+    print(f"# bench contextpool: {steps} steps per run, {args.seeds} seeds, data {args.data}, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+    tables, rows = [], []
+    for host in args.hosts:
+        costs = {}
+        for variant in args.variants:
+            costs[variant] = run_isolated("pointabstract.bench.contextpool:measure_cost",
+                                          {"host": host, "variant": variant, "data": args.data,
+                                           "repeats": args.repeats, "tiny": args.tiny},
+                                          memory_limit_gb=None, timeout_s=900)
+            print(f"{host} {variant}: cost {costs[variant]}", flush=True)
+        mine = run_seeds(args.variants, lambda v, s, h=host: train_eval(
+            h, v, s, data=args.data, steps=steps, eval_samples=evals, tiny=args.tiny),
+            seeds=args.seeds, progress=lambda line, h=host: print(f"{h} {line}", flush=True))
+        for r in mine:
+            r.update(host=host, **{k: v for k, v in costs[r["variant"]].items() if k != "error"})
+        rows += mine
+        tables.append(f"## {host} ({HOSTS[host][3]}, {steps} steps)\n\n"
+                      + format_table(host, summarise(mine, ["metric"]), costs))
+    table = "\n\n".join(tables)
+    print("\n" + table, flush=True)
+    command = "pointabstract bench contextpool " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else [])
+    md, js = write_results(f"contextpool_{steps}steps_{args.seeds}seeds", rows, table, out_dir=args.out_dir,
+                           command=command.strip(),
+                           notes=f"total {time.perf_counter() - started:.0f} s on this machine")
+    print(f"wrote {md} and {js}")
+    return 0

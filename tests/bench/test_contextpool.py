@@ -1,0 +1,74 @@
+import argparse
+
+import pytest
+
+from pointabstract.bench import BENCHES, bench_module
+from pointabstract.bench.contextpool import (
+    HOSTS,
+    VARIANTS,
+    add_arguments,
+    format_table,
+    main,
+    measure_cost,
+    train_eval,
+)
+from pointabstract.bench.seeds import summarise
+from tests.fixtures import write_tiny_synthetic
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return str(write_tiny_synthetic(tmp_path_factory.mktemp("synthetic"), n=256))
+
+
+def test_registered():
+    assert BENCHES["contextpool"] == "pointabstract.bench.contextpool"
+    assert bench_module("contextpool").main is main
+
+
+@pytest.mark.slow  # about 10 s: a 256-point synthetic set and two tiny trainings
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_train_eval_and_cost_at_tiny_size(host, data):
+    out = train_eval(host, "cp", 0, data=data, steps=2, eval_samples=5, tiny=True)
+    assert out["steps"] == 2 and 0.0 <= out["metric"] <= 1.0
+    full, fewer = (measure_cost(host, v, data=data, repeats=1, tiny=True) for v in ("cp", "fewer_cp"))
+    assert full["params"] > fewer["params"] > 0 and full["ms"] > 0
+
+
+def test_variants_reach_the_model(data):
+    from pointabstract.bench.contextpool import _config
+
+    cfg = _config("segmenter", "fixed_window", data, 3)
+    assert cfg.seed == 3 and cfg.model_config().context_pool_locality == "fixed"
+    assert _config("classifier", "none", data, 0).model_config().context_pool is False
+    assert list(_config("classifier", "fewer_cp", data, 0).model_config().widths) == [32, 64]
+    with pytest.raises(ValueError, match=r"variant must be one of .*got 'big'"):
+        _config("classifier", "big", data, 0)
+
+
+def test_table_marks_differences_beyond_the_seed_spread():
+    rows = [{"variant": "none", "metric": m} for m in (0.50, 0.52)] + \
+           [{"variant": "cp", "metric": m} for m in (0.70, 0.72)] + \
+           [{"variant": "uniform", "metric": m} for m in (0.51, 0.69)]
+    costs = {"none": {"params": 100, "ms": 10.0, "peak_mb": 20.0},
+             "cp": {"params": 110, "ms": 12.0, "peak_mb": 30.0}, "uniform": {"error": "out of memory"}}
+    table = format_table("classifier", summarise(rows, ["metric"]), costs)
+    cp = next(line for line in table.splitlines() if line.startswith("| cp "))
+    assert "beyond spread" in cp and "110 (+10 %)" in cp and "12 (+20 %)" in cp and "30 (+50 %)" in cp
+    assert "79.9" in cp  # the paper's Table 2 number beside ours
+    uniform = next(line for line in table.splitlines() if line.startswith("| uniform "))
+    assert uniform.count("within spread") == 2 and "out of memory" in uniform
+    assert set(VARIANTS) >= {"none", "cp", "uniform", "nl", "unnormalised", "no_locality", "fixed_window",
+                             "fewer_cp"}
+
+
+@pytest.mark.slow  # fresh processes for the cost columns
+def test_main_writes_the_results(data, tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--data", data, "--tiny", "--seeds", "1", "--steps", "1", "--eval-samples", "4",
+                              "--variants", "none", "cp", "--hosts", "segmenter", "--repeats", "1",
+                              "--out-dir", str(tmp_path)])
+    assert main(args) == 0
+    assert (tmp_path / "contextpool_1steps_1seeds.md").is_file()
+    assert "| cp | 1 |" in capsys.readouterr().out
