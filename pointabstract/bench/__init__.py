@@ -18,6 +18,7 @@ BENCHES: dict[str, str] = {
     "data": "pointabstract.bench.data",
     "capsules": "pointabstract.bench.capsules",
     "sequoia": "pointabstract.bench.sequoia",
+    "parts": "pointabstract.bench.parts",
 }
 
 

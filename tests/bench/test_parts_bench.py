@@ -1,0 +1,66 @@
+"""The comparison benchmark's plumbing (its numbers come from `pointabstract bench parts`) and
+the part-segmentation demo preset."""
+
+import argparse
+
+import pytest
+
+from pointabstract.bench import BENCHES, bench_module
+from pointabstract.bench import parts as bench
+from pointabstract.engine import load_checkpoint, load_config
+from pointabstract.engine.config import check_config
+from pointabstract.models import MODELS
+from tests.fixtures import write_tiny_synthetic
+
+_TINY = {"model.dim": 8, "model.heads": 2, "model.layers": 1, "model.leaf_size": 4, "model.siblings_k": 4,
+         "model.mlp_ratio": 1.0}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return write_tiny_synthetic(tmp_path_factory.mktemp("tiny"), n=64)
+
+
+def test_registered_and_pairs_exist():
+    assert bench_module("parts") is bench and "parts" in BENCHES
+    for pairs, task in ((bench.SEG_PAIRS, "part_segmentation"), (bench.CLS_PAIRS, "classification")):
+        for pair in pairs.values():
+            assert all(MODELS[name].task == task for name in pair)
+
+
+def test_segmentation_and_classification_runs(tiny, tmp_path):
+    spend = bench.budget(epochs=1, points=64, batch=8, lr=1e-3)
+    seg = bench.run_seg("sequoia_seg", 0, root=str(tiny), train_budget=spend, out_root=str(tmp_path),
+                        model_args={**_TINY, "model.head_dim": 16})
+    assert 0 <= seg["instance_miou"] <= 100 and 0 <= seg["class_miou"] <= 100 and seg["samples_per_s"] > 0
+    ckpt = load_checkpoint(tmp_path / "sequoia_seg" / "seed0" / "last.pt")
+    assert ckpt["config"]["data.num_points"] == 64 and ckpt["config"]["optim.epochs"] == 1
+    assert seg["params_m"] == pytest.approx(sum(t.numel() for t in ckpt["model"].values()) / 1e6)
+    cls = bench.run_cls("sequoia_cls", 0, root=str(tiny), train_budget=spend, out_root=str(tmp_path),
+                        model_args={**_TINY, "model.head_dims": [16]})
+    assert 0 <= cls["overall_accuracy"] <= 100 and cls["params_m"] > 0
+
+
+def test_real_data_line(tiny, tmp_path, realdata):
+    spend = bench.budget(epochs=1, points=64, batch=8, lr=1e-3)
+    bench.run_seg("sequoia_seg", 0, root=str(tiny), train_budget=spend, out_root=str(tmp_path),
+                  model_args={**_TINY, "model.head_dim": 16})
+    line = bench._real_data(str(tmp_path), "sequoia_seg", str(realdata / "shapenetcore_partanno_segmentation_"
+                                                                          "benchmark_v0_normal"))
+    assert "over 11 shapes (Cap " in line and (tmp_path / "real_data" / "report.md").is_file()
+
+
+def test_arguments_and_bad_values():
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--seeds", "0"])
+    assert args.size == "demo" and args.epochs == 2 and args.tasks == ["seg", "cls"]
+    with pytest.raises(ValueError, match="--seeds must be >= 1, got 0"):
+        bench.main(args)
+
+
+def test_parts_demo_preset():
+    cfg = load_config("parts_demo")
+    check_config(cfg)
+    assert cfg.model == "sequoia_seg_demo" and cfg.task == MODELS[cfg.model].task == "part_segmentation"
+    assert cfg.log.out_dir == "runs/demo/parts" and cfg.data.dataset == "shapenet_part"
