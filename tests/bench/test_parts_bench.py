@@ -28,26 +28,39 @@ def test_registered_and_pairs_exist():
             assert all(MODELS[name].task == task for name in pair)
 
 
-def test_segmentation_and_classification_runs(tiny, tmp_path):
+@pytest.fixture(scope="module")
+def seg_run(tiny, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
     spend = bench.budget(epochs=1, points=64, batch=8, lr=1e-3)
-    seg = bench.run_seg("sequoia_seg", 0, root=str(tiny), train_budget=spend, out_root=str(tmp_path),
+    row = bench.run_seg("sequoia_seg", 0, root=str(tiny), train_budget=spend, out_root=str(out),
                         model_args={**_TINY, "model.head_dim": 16})
+    return row, out
+
+
+def test_segmentation_run(seg_run):
+    seg, out = seg_run
     assert 0 <= seg["instance_miou"] <= 100 and 0 <= seg["class_miou"] <= 100 and seg["samples_per_s"] > 0
-    ckpt = load_checkpoint(tmp_path / "sequoia_seg" / "seed0" / "last.pt")
+    ckpt = load_checkpoint(out / "sequoia_seg" / "seed0" / "last.pt")
     assert ckpt["config"]["data.num_points"] == 64 and ckpt["config"]["optim.epochs"] == 1
+    assert ckpt["config"]["data.root"].endswith("tiny0") and ckpt["config"]["model.dim"] == 8
     assert seg["params_m"] == pytest.approx(sum(t.numel() for t in ckpt["model"].values()) / 1e6)
-    cls = bench.run_cls("sequoia_cls", 0, root=str(tiny), train_budget=spend, out_root=str(tmp_path),
-                        model_args={**_TINY, "model.head_dims": [16]})
-    assert 0 <= cls["overall_accuracy"] <= 100 and cls["params_m"] > 0
 
 
-def test_real_data_line(tiny, tmp_path, realdata):
+def test_classification_run(tiny, tmp_path):
     spend = bench.budget(epochs=1, points=64, batch=8, lr=1e-3)
-    bench.run_seg("sequoia_seg", 0, root=str(tiny), train_budget=spend, out_root=str(tmp_path),
-                  model_args={**_TINY, "model.head_dim": 16})
-    line = bench._real_data(str(tmp_path), "sequoia_seg", str(realdata / "shapenetcore_partanno_segmentation_"
-                                                                          "benchmark_v0_normal"))
-    assert "over 11 shapes (Cap " in line and (tmp_path / "real_data" / "report.md").is_file()
+    cls = bench.run_cls("self_attention_transformer", 0, root=str(tiny), train_budget=spend,
+                        out_root=str(tmp_path), model_args={**bench.MODEL_ARGS["demo"]["self_attention_transformer"],
+                                                            "model.widths": [8, 16, 16, 24], "model.fuse_dim": 16})
+    assert 0 <= cls["overall_accuracy"] <= 100 and 0 <= cls["mean_class_accuracy"] <= 100
+    ckpt = load_checkpoint(tmp_path / "self_attention_transformer" / "seed0" / "last.pt")
+    assert ckpt["config"]["model.k"] is None and ckpt["config"]["task"] == "classification"
+
+
+def test_real_data_line(seg_run, realdata):
+    _, out = seg_run
+    root = realdata / "shapenetcore_partanno_segmentation_benchmark_v0_normal"
+    line = bench._real_data(str(out), "sequoia_seg", str(root))
+    assert "over 11 shapes (Cap " in line and (out / "real_data" / "report.md").is_file()
 
 
 def test_arguments_and_bad_values():
