@@ -56,11 +56,17 @@ def test_classification_run(tiny, tmp_path):
     assert ckpt["config"]["model.k"] is None and ckpt["config"]["task"] == "classification"
 
 
-def test_real_data_line(seg_run, realdata):
+def test_real_data_rows_and_floor(seg_run, realdata):
     _, out = seg_run
-    root = realdata / "shapenetcore_partanno_segmentation_benchmark_v0_normal"
-    line = bench._real_data(str(out), "sequoia_seg", str(root))
-    assert "over 11 shapes (Cap " in line and (out / "real_data" / "report.md").is_file()
+    root = str(realdata / "shapenetcore_partanno_segmentation_benchmark_v0_normal")
+    rows, line = bench.real_data(str(out), ("sequoia_seg",), 1, root)
+    assert [(r["variant"], r["seed"]) for r in rows] == [("sequoia_seg", 0)]
+    assert 0 <= rows[0]["instance_miou"] <= 100 and rows[0]["instance_miou"] == rows[0]["class_miou"]
+    assert "shapes per category: Cap 11" in line
+    assert (out / "real_data" / "sequoia_seg" / "seed0" / "report.md").is_file()
+    parts, score = bench.constant_baseline(root)
+    assert set(parts) == {"Cap"} and parts["Cap"] in (6, 7) and 0 < score < 100
+    assert f"instance mIoU {score:.1f}" in line
 
 
 def test_arguments_and_bad_values():
