@@ -147,6 +147,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", nargs="+", choices=("seg", "cls"), default=["seg", "cls"])
     parser.add_argument("--real-data", help="also evaluate the seed-0 Sequoia segmenter on this "
                                             "ShapeNetPart root (e.g. the real Cap subset)")
+    parser.add_argument("--real-data-only", action="store_true",
+                        help="train nothing: evaluate the segmenters already under --out-root on --real-data")
     parser.add_argument("--out-root", default="runs/bench_parts", help="run directories")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader workers per run")
 
@@ -178,6 +180,16 @@ def main(args: argparse.Namespace) -> int:
     shared = (f"Same budget for every run: {args.epochs} epochs, {args.points} points, batch {args.batch}, "
               f"AdamW lr {args.lr:g} cosine, data {args.data}; the machine was shared.")
     out_root = f"{args.out_root}/{args.size}"
+    if args.real_data_only:
+        if not args.real_data:
+            raise ValueError("--real-data-only needs --real-data ROOT")
+        pair = SEG_PAIRS[args.size]
+        real, line = real_data(out_root, pair, args.seeds, args.real_data)
+        table = _table(real, ["instance_miou", "class_miou"], pair[1], "instance_miou", _LABELS)
+        md, _ = write_results(f"parts_real_{args.size}_{args.seeds}seeds", real, table, command=command,
+                              notes=line)
+        print(f"{table}\n\n{line}\n\n(also {md})")
+        return 0
     jobs = {"seg": (run_seg, SEG_PAIRS, ["instance_miou", "class_miou"]),
             "cls": (run_cls, CLS_PAIRS, ["overall_accuracy", "mean_class_accuracy"])}
     for kind in args.tasks:

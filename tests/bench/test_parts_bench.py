@@ -76,6 +76,8 @@ def test_arguments_and_bad_values():
     assert args.size == "demo" and args.epochs == 2 and args.tasks == ["seg", "cls"]
     with pytest.raises(ValueError, match="--seeds must be >= 1, got 0"):
         bench.main(args)
+    with pytest.raises(ValueError, match="--real-data-only needs --real-data ROOT"):
+        bench.main(parser.parse_args(["--real-data-only"]))
 
 
 def test_parts_demo_preset():
