@@ -19,6 +19,7 @@ BENCHES: dict[str, str] = {
     "capsules": "pointabstract.bench.capsules",
     "sequoia": "pointabstract.bench.sequoia",
     "contextpool": "pointabstract.bench.contextpool",
+    "parts": "pointabstract.bench.parts",
 }
 
 

@@ -51,9 +51,13 @@ def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: 
                   device: str = "cpu") -> dict:
     """Time fwd+bwd of one ``layer`` on (batch, n, 3) clouds with (batch, n, dim) features.
 
-    Returns ``{"ms": median ms, "peak_mb": peak memory of one step in MiB}``; run it in a
-    fresh process (``run`` does) so the memory counter sees this step only.
+    Returns ``{"ms": median ms, "peak_mb": peak memory of one step in MiB, "cpu_ms": CPU
+    time of one step summed over threads (mean of the measured steps)}``; run it in a fresh
+    process (``run`` does) so the memory counter sees this step only. On a shared machine the
+    CPU time is the steadier number: other processes lengthen the wall time, not the work.
     """
+    import resource
+
     import torch
 
     from .measure import measure_step
@@ -72,19 +76,36 @@ def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: 
         x = torch.randn(batch, n_points, dim, device=device, requires_grad=True)
         fn(x, pos).square().mean().backward()
 
+    def cpu_s():
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        return use.ru_utime + use.ru_stime
+
     step(256)  # compiled kernels and lazy initialisation: not part of the measurement
-    return measure_step(step, n, repeats=repeats, cuda=device.startswith("cuda"))
+    start = cpu_s()
+    out = measure_step(step, n, repeats=repeats, cuda=device.startswith("cuda"))
+    return {**out, "cpu_ms": (cpu_s() - start) / (repeats + 1) * 1e3}  # measure_step runs repeats + 1
 
 
 def run(ns=(1024, 2048, 4096, 8192, 16384, 32768, 65536), *, layers=LAYERS, dim: int = 128, heads: int = 4,
         batch: int = 1, repeats: int = 3, device: str = "cpu", memory_limit_gb: float = 16.0,
         timeout_s: float = 600, progress=print) -> list[dict]:
-    """One row per (layer, N): ms, peak MB, or the reason it failed (out of memory, timeout)."""
-    rows = []
+    """One row per (layer, N): ms, peak MB, or the reason it failed (out of memory, timeout).
+
+    Once a layer fails at some N (out of memory, timeout) its larger N are not run (their rows
+    say so), as they could only fail later.
+    """
     for layer in layers:
         if layer not in LAYERS:
             raise ValueError(f"layers must be among {list(LAYERS)}, got {layer!r}")
-        for n in ns:
+    rows = []
+    for layer in layers:
+        failed = None
+        for n in sorted(ns):
+            if failed is not None:
+                row = {"layer": layer, "n": n, "error": f"not run ({failed['error']} at N={failed['n']})"}
+                rows.append(row)
+                progress(_row_text(row))
+                continue
             args = {"layer": layer, "n": n, "dim": dim, "heads": heads, "batch": batch, "repeats": repeats,
                     "device": device}
             limit = None if device.startswith("cuda") else memory_limit_gb
@@ -92,6 +113,7 @@ def run(ns=(1024, 2048, 4096, 8192, 16384, 32768, 65536), *, layers=LAYERS, dim:
                                                           memory_limit_gb=limit, timeout_s=timeout_s)}
             rows.append(row)
             progress(_row_text(row))
+            failed = row if "error" in row else None
     return rows
 
 
@@ -99,7 +121,8 @@ def _row_text(row: dict) -> str:
     head = f"{_DOC[row['layer']]:30s} N={row['n']:6d}"
     if "error" in row:
         return f"{head}  {row['error']}"
-    return f"{head}  {row['ms']:10.1f} ms  {row['peak_mb']:9.1f} MB"
+    cpu = f"  cpu {row['cpu_ms']:10.1f} ms" if "cpu_ms" in row else ""
+    return f"{head}  {row['ms']:10.1f} ms{cpu}  {row['peak_mb']:9.1f} MB"
 
 
 def fit_exponent(ns, values) -> float | None:
@@ -114,25 +137,51 @@ def fit_exponent(ns, values) -> float | None:
 
 
 def format_table(rows: list[dict], *, fit_from: int = 4096) -> str:
-    """Markdown: ms and MB per layer and N, then the fitted exponents over N >= ``fit_from``."""
+    """Markdown: wall ms, CPU ms (when measured) and MB per layer and N, the fitted exponents
+    over N >= ``fit_from``, and how many times faster than dense each layer is."""
     layers = [lay for lay in LAYERS if any(r["layer"] == lay for r in rows)]
     by = {(r["layer"], r["n"]): r for r in rows}
-    lines = ["| N | " + " | ".join(f"{_DOC[lay]} ms / MB" for lay in layers) + " |",
+    cpu = any("cpu_ms" in r for r in rows)
+    unit = "ms / cpu ms / MB" if cpu else "ms / MB"
+    lines = ["| N | " + " | ".join(f"{_DOC[lay]} {unit}" for lay in layers) + " |",
              "|---:|" + "---:|" * len(layers)]
     for n in sorted({r["n"] for r in rows}):
         cells = []
         for lay in layers:
             r = by.get((lay, n), {})
-            cells.append(r.get("error", "n/a") if "ms" not in r else f"{r['ms']:.0f} / {r['peak_mb']:.0f}")
+            if "ms" not in r:
+                cells.append(r.get("error", "n/a"))
+                continue
+            cells.append(" / ".join(f"{v:.0f}" for v in (r["ms"], *((r.get("cpu_ms", 0),) if cpu else ()),
+                                                           r["peak_mb"])))
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    lines += ["", f"fitted growth exponent over N >= {fit_from} (time, memory):", ""]
+    keys = ["ms", "cpu_ms", "peak_mb"] if cpu else ["ms", "peak_mb"]
+    names = {"ms": "time", "cpu_ms": "CPU time", "peak_mb": "memory"}
+    lines += ["", f"fitted growth exponent over N >= {fit_from} ({', '.join(names[k] for k in keys)}):", ""]
     for lay in layers:
         ok = sorted((r["n"], r) for r in rows if r["layer"] == lay and "ms" in r and r["n"] >= fit_from)
-        t = fit_exponent([n for n, _ in ok], [r["ms"] for _, r in ok])
-        m = fit_exponent([n for n, _ in ok], [r["peak_mb"] for _, r in ok])
+        fits = [f"{names[k]} {_fmt(fit_exponent([n for n, _ in ok], [r.get(k, 0) for _, r in ok]))}"
+                for k in keys]
         span = f"N = {ok[0][0]}..{ok[-1][0]}" if ok else "no rows"
-        lines.append(f"- {_DOC[lay]}: time {_fmt(t)}, memory {_fmt(m)} ({span})")
+        lines.append(f"- {_DOC[lay]}: {', '.join(fits)} ({span})")
+    speed = _speedups(by, layers, keys[:-1])
+    if speed:
+        lines += ["", "dense softmax's time / the layer's time, at the largest N dense ran:", ""] + speed
     return "\n".join(lines)
+
+
+def _speedups(by: dict, layers: list[str], keys: list[str]) -> list[str]:
+    dense = sorted(n for (lay, n), r in by.items() if lay == "dense" and "ms" in r)
+    if not dense:
+        return []
+    n, names = dense[-1], {"ms": "wall", "cpu_ms": "CPU"}
+    out = []
+    for lay in layers:
+        r = by.get((lay, n), {})
+        if lay != "dense" and "ms" in r:
+            ratios = [f"{by[('dense', n)][k] / r[k]:.1f}x ({names[k]})" for k in keys if r.get(k)]
+            out.append(f"- {_DOC[lay]}: {', '.join(ratios)} at N = {n}")
+    return out
 
 
 def _fmt(value: float | None) -> str:

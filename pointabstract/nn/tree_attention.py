@@ -12,8 +12,6 @@ compare against is :func:`~pointabstract.nn.tree_attention_naive.sequoia_attenti
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
@@ -22,75 +20,11 @@ from ..ops import build_tree
 from ..ops.gather import take_rows
 from ..ops.tree import PointTree
 from ..ops.tree_tables import TreeTables, node_positions, tree_tables
-from .attention import _fused_ok, _NeighbourDot, _NeighbourSum  # the same fused CPU products
+from .tree_proposal import TreeProposal, masked_softmax
 
 __all__ = ["MODES", "SequoiaAttention", "TreeProposal"]
 
 MODES = ("sequential", "parallel")
-
-
-def _masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
-    """Softmax over ``dim`` where ``mask``; masked entries (and all-masked rows) get exactly 0."""
-    filled = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
-    return filled.softmax(dim) * mask
-
-
-class TreeProposal(nn.Module):
-    """Multi-head attention of S queries to K gathered keys each, with relative positions.
-
-    The relative position ``r = p_key - p_query`` enters twice: an MLP of ``r`` adds one bias
-    per head to the logits, and a linear map of ``r`` is added to each value. Padded keys
-    (index -1) get weight exactly 0; a query without any key gets output 0.
-
-    Args:
-        dim: channels C (divisible by ``heads``).
-        heads: attention heads H.
-        pos_hidden: hidden width of the position-bias MLP.
-    """
-
-    def __init__(self, dim: int, *, heads: int, pos_hidden: int = 32):
-        super().__init__()
-        self.heads = heads
-        self.q = nn.Linear(dim, dim)
-        self.kv = nn.Linear(dim, 2 * dim)
-        self.out = nn.Linear(dim, dim)
-        self.pos_bias = nn.Sequential(nn.Linear(3, pos_hidden), nn.ReLU(), nn.Linear(pos_hidden, heads))
-        self.pos_value = nn.Linear(3, dim, bias=False)
-
-    def forward(self, x, pos, src, src_pos, idx):
-        """Attend.
-
-        Args:
-            x: (B, S, C) query features; pos: (B, S, 3) their positions.
-            src: (B, T, C) key / value features; src_pos: (B, T, 3) their positions.
-            idx: (B, S, K) int64 indices into T, -1 padded.
-
-        Returns:
-            out: (B, S, C); has: (B, S) bool, True where the query had at least one key;
-            weights: (B, S, K, H) attention weights (0 on padding).
-        """
-        batch, size, channels = x.shape
-        heads, width = self.heads, channels // self.heads
-        mask = idx >= 0  # (B, S, K)
-        safe = idx.clamp(min=0)  # padding reads row 0 and gets weight 0
-        kv = self.kv(src)  # (B, T, 2C): keys of every head, then values
-        q = self.q(x).view(batch, size, heads, width)
-        rel = take_rows(src_pos, safe) - pos.unsqueeze(2)  # (B, S, K, 3)
-        fused = _fused_ok(q, kv)  # CPU: compiled neighbour products, no (B, S, K, C) tensor
-        if fused:
-            dots = _NeighbourDot.apply(q, kv, safe)  # (B, S, K, H)
-        else:
-            key, value = take_rows(kv, safe).view(batch, size, idx.shape[2], 2, heads, width).unbind(3)
-            dots = (q.unsqueeze(2) * key).sum(-1)  # (B, S, K, H)
-        logits = dots / math.sqrt(width) + self.pos_bias(rel)
-        weights = _masked_softmax(logits, mask.unsqueeze(-1), dim=2)
-        if fused:
-            out = _NeighbourSum.apply(weights, kv, safe)  # (B, S, H, D)
-        else:
-            out = torch.einsum("bskh,bskhd->bshd", weights, value)
-        rel_mean = torch.einsum("bskh,bskc->bshc", weights, rel)  # (B, S, H, 3)
-        out = out + torch.einsum("bshc,hdc->bshd", rel_mean, self.pos_value.weight.view(heads, width, 3))
-        return self.out(out.reshape(batch, size, channels)), mask.any(-1), weights
 
 
 class SequoiaAttention(nn.Module):
@@ -229,14 +163,19 @@ class SequoiaAttention(nn.Module):
         h = [x]
         for idx in tables.children[1:]:
             child = take_rows(h[-1], idx)  # (B, S, K, C)
-            w = _masked_softmax(self.pool_score(child).squeeze(-1), idx >= 0, dim=-1)
+            w = masked_softmax(self.pool_score(child).squeeze(-1), idx >= 0, dim=-1)
             h.append((w.unsqueeze(-1) * child).sum(2))
         return h
 
-    def _propose(self, attn, q, pos, src, src_pos, idx, record, name):
+    def _propose(self, attn, q, pos, src, src_pos, idx, record, name, group=None):
+        """One proposal; ``group = (members, keys, exclude_self)`` runs it as shared-key blocks
+        (``TreeProposal.grouped``, the same result as the per-query table ``idx``)."""
         if idx.shape[-1] == 0:
             return None
-        out, has, w = attn(q, pos, src, src_pos, idx)
+        if group is None:
+            out, has, w = attn(q, pos, src, src_pos, idx)
+        else:
+            out, has, w = attn.grouped(q, pos, src, src_pos, group[0], group[1], exclude_self=group[2])
         record[name] = (w, idx)
         return out, has
 
@@ -252,35 +191,42 @@ class SequoiaAttention(nn.Module):
                 norm = norm + weight
         return h + total / norm.clamp(min=1e-12).unsqueeze(-1)
 
-    def _update(self, lvl, h, n, positions, tables, below, sib_table, up, up_pos):
+    def _update(self, lvl, h, n, positions, tables, groups, below, up, up_pos):
         """h_l + mix(children from ``below``, siblings from n_l, ancestors from ``up``)."""
         record: dict = {}
         q, p = n[lvl], positions[lvl]
+        members, shared_up = groups[lvl]
+        if self.mode == "sequential":  # siblings: the parent's other children, one block per parent
+            sib_table, sib_group = tables.siblings[lvl], (members, members, True)
+        else:
+            sib_table, sib_group = tables.nearest[lvl], None
+        own = torch.arange(q.shape[1], device=q.device).view(1, -1, 1).expand(q.shape[0], -1, -1)
         props = [None if below is None else
-                 self._propose(self.children_attn, q, p, below, positions[lvl - 1],
-                               tables.children[lvl], record, "children"),
-                 self._propose(self.siblings_attn, q, p, n[lvl], p, sib_table[lvl], record, "siblings"),
+                 self._propose(self.children_attn, q, p, below, positions[lvl - 1], tables.children[lvl],
+                               record, "children", (own, tables.children[lvl], False)),
+                 self._propose(self.siblings_attn, q, p, n[lvl], p, sib_table, record, "siblings",
+                               sib_group),
                  None if up is None else
                  self._propose(self.ancestors_attn, q, p, up, up_pos, tables.ancestors[lvl], record,
-                               "ancestors")]
+                               "ancestors", (members, shared_up, False))]
         return self._mix(h[lvl], props), record
 
     def _sequential(self, h, positions, tables):
         top = len(h) - 1
+        groups = _groups(tables)
         n = [self.norm(t) for t in h]
         up = [torch.cat(n[lvl + 1:], 1) if lvl < top else None for lvl in range(top + 1)]
         up_pos = [torch.cat(positions[lvl + 1:], 1) if lvl < top else None for lvl in range(top + 1)]
         out, weights, below = [None] * (top + 1), [], None
         for lvl in range(top + 1):
-            u, record = self._update(lvl, h, n, positions, tables, below, tables.siblings, up[lvl],
-                                     up_pos[lvl])
+            u, record = self._update(lvl, h, n, positions, tables, groups, below, up[lvl], up_pos[lvl])
             out[lvl] = u if lvl == 0 else (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)
             below = self.norm(out[lvl])
             weights.append(record)
         record = {}
         read = self._propose(self.final_attn, self.norm(out[0]), positions[0],
                              torch.cat([self.norm(u) for u in out[1:]], 1), up_pos[0],
-                             tables.ancestors[0], record, "final")
+                             tables.ancestors[0], record, "final", (groups[0][0], groups[0][1], False))
         a0 = out[0] if read is None else out[0] + read[0] * read[1].unsqueeze(-1).to(out[0].dtype)
         out[0] = a0 + self.mlp(a0)
         weights[0].update(record)
@@ -288,13 +234,38 @@ class SequoiaAttention(nn.Module):
 
     def _parallel(self, h, positions, tables):
         top = len(h) - 1
+        groups = _groups(tables)
         n = [self.norm(t) for t in h]
         out, weights = list(h), [{} for _ in h]
         for lvl in range(top + 1 if self.update_hubs else 1):
             up = torch.cat(n[lvl + 1:], 1) if lvl < top else None
             up_pos = torch.cat(positions[lvl + 1:], 1) if lvl < top else None
-            u, record = self._update(lvl, h, n, positions, tables, n[lvl - 1] if lvl else None,
-                                     tables.nearest, up, up_pos)
+            u, record = self._update(lvl, h, n, positions, tables, groups, n[lvl - 1] if lvl else None,
+                                     up, up_pos)
             out[lvl] = (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)  # empty nodes: 0
             weights[lvl] = record
         return out, weights
+
+
+def _groups(tables: TreeTables) -> list:
+    """Per level l: ``(members, shared_up)``, the blocks of nodes that share their relations.
+
+    ``members`` (B, S_{l+1}, K) = the children of each level-(l + 1) node (its non-empty
+    level-l children; the siblings of one are the others); ``shared_up`` (B, S_{l+1}, R - l)
+    = the ancestors those children share, as indices into levels l + 1..R concatenated: the
+    node itself, then its own ancestors shifted past level l + 1. Row ``members[b, g, q]``'s
+    ``ancestors[l]`` table row equals ``shared_up[b, g]``. The root level gets empty tables.
+    """
+    out = []
+    for lvl in range(len(tables.valid)):
+        if lvl + 1 == len(tables.valid):
+            empty = tables.ancestors[lvl]  # (B, 1, 0)
+            out.append((empty, empty))
+            continue
+        valid = tables.valid[lvl + 1]  # (B, S_{l+1})
+        size = valid.shape[1]
+        own = torch.arange(size, device=valid.device).expand_as(valid).masked_fill(~valid, -1)
+        above = tables.ancestors[lvl + 1]
+        shared = torch.cat([own.unsqueeze(-1), above.masked_fill(above < 0, -1 - size) + size], -1)
+        out.append((tables.children[lvl + 1], shared))
+    return out

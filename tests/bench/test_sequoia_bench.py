@@ -15,7 +15,7 @@ def test_fit_exponent_of_power_laws():
 @pytest.mark.parametrize("layer", LAYERS)
 def test_measure_layer_small(layer):
     row = measure_layer(layer, 300, dim=16, heads=2, repeats=1)
-    assert row["ms"] > 0 and row["peak_mb"] >= 0
+    assert row["ms"] > 0 and row["peak_mb"] >= 0 and row["cpu_ms"] > 0
 
 
 def test_run_and_table():
@@ -33,3 +33,19 @@ def test_arguments():
     add_arguments(parser)
     args = parser.parse_args(["--ns", "1024", "2048", "--layers", "dense"])
     assert args.ns == [1024, 2048] and args.layers == ["dense"] and args.dim == 128
+
+
+def test_larger_n_not_run_after_a_failure_and_speedup_line():
+    rows = run((256, 128), layers=("knn",), dim=16, heads=2, repeats=1, timeout_s=0.01, progress=lambda s: None)
+    assert [r["n"] for r in rows] == [128, 256]
+    assert rows[0]["error"].startswith("timeout") and rows[1]["error"].startswith("not run (timeout")
+    table = format_table([{"layer": "dense", "n": 128, "ms": 30.0, "peak_mb": 1.0},
+                          {"layer": "sequoia", "n": 128, "ms": 3.0, "peak_mb": 1.0}], fit_from=128)
+    assert "Sequoia, sequential (paper): 10.0x (wall) at N = 128" in table
+    rows = [{"layer": "dense", "n": 128, "ms": 30.0, "cpu_ms": 60.0, "peak_mb": 1.0},
+            {"layer": "sequoia", "n": 128, "ms": 3.0, "cpu_ms": 4.0, "peak_mb": 1.0},
+            {"layer": "dense", "n": 256, "error": "out of memory"},
+            {"layer": "sequoia", "n": 256, "ms": 6.0, "cpu_ms": 8.0, "peak_mb": 2.0}]
+    table = format_table(rows, fit_from=128)
+    assert "| 256 | 6 / 8 / 2 | out of memory |" in table and "10.0x (wall), 15.0x (CPU) at N = 128" in table
+    assert "Sequoia, sequential (paper): time 1.00, CPU time 1.00, memory 1.00 (N = 128..256)" in table

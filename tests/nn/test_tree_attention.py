@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pointabstract.nn import tree_attention
+from pointabstract.nn import tree_proposal
 from pointabstract.nn.tree_attention import SequoiaAttention
 from pointabstract.nn.tree_attention_naive import sequoia_attention_naive
 from pointabstract.ops import build_tree
@@ -21,7 +21,7 @@ def _layer(mode, dim=8, **kwargs):
 @pytest.mark.parametrize("n,branching,leaf_size", [(23, 2, 4), (30, 3, 2), (6, 4, 1), (3, 2, 8)])
 def test_matches_naive(mode, n, branching, leaf_size, fused, monkeypatch):
     if not fused:
-        monkeypatch.setattr(tree_attention, "_fused_ok", lambda q, kv: False)
+        monkeypatch.setattr(tree_proposal, "_fused_ok", lambda q, kv: False)
     layer = _layer(mode, siblings_k=3)
     pos = cloud(2, n, dtype=torch.float64, seed=n)
     x = cloud(2, n, 8, dtype=torch.float64, seed=n + 1)
@@ -55,7 +55,7 @@ def test_gradients_reach_every_input_and_parameter(mode):
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_gradcheck(mode, fused, monkeypatch):
     if not fused:
-        monkeypatch.setattr(tree_attention, "_fused_ok", lambda q, kv: False)
+        monkeypatch.setattr(tree_proposal, "_fused_ok", lambda q, kv: False)
     layer = _layer(mode, dim=4, siblings_k=2)
     pos = cloud(1, 9, dtype=torch.float64, seed=3).requires_grad_()
     x = cloud(1, 9, 4, dtype=torch.float64, seed=4).requires_grad_()
@@ -150,3 +150,41 @@ def test_bad_input():
         layer(x, pos, tree, nodes=[x])
     with pytest.raises(ValueError, match="nearest-sibling tables"):
         par(x, pos, tree, tables=layer.tables(tree))
+
+
+def test_parallel_leaf_reads_only_its_nearest_points_and_the_given_hubs():
+    # with the hub states given (nodes) and no hub update, a parallel-mode leaf sees itself, its
+    # siblings_k nearest points and its ancestors' given states: moving any other point's
+    # features changes nothing for it, moving a nearest one does
+    pos = cloud(1, 40, dtype=torch.float64, seed=15)
+    x = cloud(1, 40, 8, dtype=torch.float64, seed=16)
+    tree = build_tree(pos, branching=2, leaf_size=4)
+    _, info = _layer("parallel", siblings_k=3)(x, pos, tree, return_nodes=True)
+    last = _layer("parallel", siblings_k=3, pool_children=False, update_hubs=False)
+    near = last.tables(tree).nearest[0][0]  # (N, 3)
+    for point in (0, 21):
+        jac = torch.autograd.functional.jacobian(
+            lambda a, i=point: last(a, pos, tree, nodes=info["nodes"])[0, i].sum(), x)[0]  # (N, C)
+        reach = jac.abs().sum(-1) > 0
+        assert set(reach.nonzero().flatten().tolist()) == {point, *near[point].tolist()}
+
+
+def test_grouped_proposal_matches_per_query_tables():
+    # the shared-key block path gives the per-query path's outputs and weights
+    torch.manual_seed(0)
+    attn = tree_proposal.TreeProposal(8, heads=2).double()
+    x, pos = cloud(2, 7, 8, dtype=torch.float64, seed=17), cloud(2, 7, dtype=torch.float64, seed=18)
+    src, src_pos = cloud(2, 5, 8, dtype=torch.float64, seed=19), cloud(2, 5, dtype=torch.float64, seed=20)
+    members = torch.tensor([[[0, 3, -1], [1, 2, 4], [6, -1, -1]]] * 2)  # query 5 in no group
+    keys = torch.tensor([[[4, -1], [0, 2], [-1, -1]]] * 2)  # group 2 has no key
+    idx = torch.full((2, 7, 2), -1)
+    for g, row in enumerate(members[0].tolist()):
+        for s in row:
+            if s >= 0:
+                idx[:, s] = keys[:, g]
+    out, has, w = attn.grouped(x, pos, src, src_pos, members, keys)
+    ref_out, ref_has, ref_w = attn(x, pos, src, src_pos, idx)
+    assert has[0].tolist() == [True, True, True, True, True, False, False] and torch.equal(has, ref_has)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(w, ref_w)
+    assert (out[~has] == 0).all() and (w[~has] == 0).all()
