@@ -12,8 +12,11 @@ point colours:
   part (so capsules of one part form one colour group), the input by its true parts, both in
   the fixed ShapeNetPart palette.
 
-Panels are drawn separately through one :class:`FramedCamera` that frames the input and the
-reconstruction together, so both are seen from the same place at the same scale.
+In the ``capsule`` colouring the highlighted points are a drawable of their own, drawn after the
+others (``input/capsule``, ``reconstruction/capsule``), so they stay visible where a grey point
+lies at the same depth. Panels are drawn separately through one :class:`FramedCamera` that
+frames the input and the reconstruction together, so both are seen from the same place at the
+same scale.
 """
 
 from __future__ import annotations
@@ -123,10 +126,24 @@ def capsule_scene(sample: CapsuleSample, *, coloring: str = "capsule", capsule: 
         right = (camera or Camera()).right
         both = np.concatenate([pos, points])
         shift = right * (np.ptp(both @ right) * (1 + gap) + 1e-6)
+    one = coloring == "capsule"  # the highlighted points drawn last: on top of equally deep grey ones
     geometries = []
     if layout in ("side_by_side", "input"):
-        geometries.append({"name": "input", "geometry": point_cloud(pos, inp), "point_size": point_size})
+        geometries += _panel("input", pos, inp, sample.explained_by == capsule if one else None, point_size)
     if layout in ("side_by_side", "reconstruction"):
-        geometries.append({"name": "reconstruction", "geometry": point_cloud(points + shift, out),
-                           "point_size": point_size})
+        geometries += _panel("reconstruction", points + shift, out, sample.capsule_index == capsule if one
+                             else None, point_size)
     return CapsuleScene(geometries, {"input": inp, "reconstruction": out})
+
+
+def _panel(name: str, xyz: np.ndarray, colors: np.ndarray, highlight, point_size: float) -> list[dict]:
+    """One panel's drawables: its points, or (``highlight``: (P,) bool) the other points, then the
+    highlighted ones under ``name/capsule`` (the renderers let a later point win a depth tie)."""
+    if highlight is None:
+        return [{"name": name, "geometry": point_cloud(xyz, colors), "point_size": point_size}]
+    out = []
+    for label, mask in ((name, ~highlight), (f"{name}/capsule", highlight)):
+        if mask.any():
+            cloud = point_cloud(xyz[mask], colors[mask])
+            out.append({"name": label, "geometry": cloud, "point_size": point_size})
+    return out

@@ -89,9 +89,10 @@ class CapsuleSample:
     def describe_capsule(self, capsule: int) -> str:
         """``"capsule 3: 64 points, 92% Airplane wing"`` (without part labels: the point count)."""
         n = len(self.capsule_points(capsule))
+        points = f"{n} point{'' if n == 1 else 's'}"
         if self.capsule_parts is None or self.capsule_parts[capsule] < 0:
-            return f"capsule {capsule}: {n} points"
-        return (f"capsule {capsule}: {n} points, {self.capsule_purity[capsule]:.0%} "
+            return f"capsule {capsule}: {points}"
+        return (f"capsule {capsule}: {points}, {self.capsule_purity[capsule]:.0%} "
                 f"{part_name(int(self.capsule_parts[capsule]))}")
 
     def describe_groups(self) -> str:
