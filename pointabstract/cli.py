@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: the run's task.votes)")
     ev.add_argument("--device", default="cpu")
     ev.add_argument("--neighbourhoods", action="store_true",
-                    help="add the feature-space vs 3D KNN figure (neighbourhoods.png) to the report")
+                    help="classification: add the feature-space vs 3D KNN figure (neighbourhoods.png) to the "
+                         "report (autoencoder reports always get the capsule figure, capsules.png)")
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks printed as tables")

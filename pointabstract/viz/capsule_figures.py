@@ -79,7 +79,8 @@ def capsule_figure(checkpoints, out_png: str | Path, *, data_root: str | Path | 
         camera = shared_camera(samples[0].pos, *[s.points for s in samples])
         for session, sample in zip(sessions, samples):
             rows.append((session, sample, camera))
-    panels = [_row_panels(sample, capsules, max_capsules) for _, sample, _ in rows]
+    size = max(2.0, panel_size / 50)  # point size in pixels: 4 in the default 200-pixel panels
+    panels = [_row_panels(sample, capsules, max_capsules, size) for _, sample, _ in rows]
     with Renderer(panel_size, panel_size, backend=backend) as renderer:
         images = [[renderer.render(geometries, camera=camera) for geometries, _ in row]
                   for row, (_, _, camera) in zip(panels, rows)]
@@ -133,25 +134,25 @@ def capsule_section(run, out_dir: str | Path, *, name: str = "capsules.png",
     return "\n".join(lines), {}
 
 
-def _row_panels(sample: CapsuleSample, capsules, max_capsules: int) -> list[tuple[list[dict], str]]:
-    """(drawables, title) of every panel of one row."""
+def _row_panels(sample: CapsuleSample, capsules, max_capsules: int, size: float) -> list[tuple[list, str]]:
+    """(drawables, title) of every panel of one row; ``size``: point size in pixels."""
+    def drawn(coloring: str, capsule: int = 0) -> list[dict]:
+        return capsule_scene(sample, coloring=coloring, capsule=capsule, layout="reconstruction",
+                             point_size=size).geometries
+
     parts = sample.part is not None
     if parts:
-        inp = capsule_scene(sample, coloring="parts", layout="input").geometries
+        inp = capsule_scene(sample, coloring="parts", layout="input", point_size=size).geometries
     else:
-        inp = [{"name": "input", "geometry": point_cloud(sample.pos, GREY), "point_size": 6.0}]
-    out = [(inp, f"input ({sample.pos.shape[0]} points)" + (",\ntrue parts" if parts else ""))]
-    out.append((capsule_scene(sample, coloring="capsules", layout="reconstruction").geometries,
-                f"reconstruction: {sample.num_capsules} capsules\nCD {sample.chamfer * 1e3:.2f} x 1e-3"))
+        inp = [{"name": "input", "geometry": point_cloud(sample.pos, GREY), "point_size": size}]
+    out = [(inp, f"input ({sample.pos.shape[0]} points)" + (",\ntrue parts" if parts else "")),
+           (drawn("capsules"), f"reconstruction: {sample.num_capsules} capsules\n"
+                               f"CD {sample.chamfer * 1e3:.2f} x 1e-3")]
     if parts:
-        out.append((capsule_scene(sample, coloring="parts", layout="reconstruction").geometries,
-                    f"capsules by majority part\npurity {sample.purity:.3f}"))
+        out.append((drawn("parts"), f"capsules by majority part\npurity {sample.purity:.3f}"))
     shown = sample.capsule_order()[:max_capsules] if capsules is None else \
         [sample.check_capsule(c) for c in capsules]
-    for c in shown:
-        title = sample.describe_capsule(c).replace(", ", "\n", 1)
-        out.append((capsule_scene(sample, coloring="capsule", capsule=c, layout="reconstruction").geometries,
-                    title))
+    out += [(drawn("capsule", c), sample.describe_capsule(c).replace(", ", "\n", 1)) for c in shown]
     return out
 
 
