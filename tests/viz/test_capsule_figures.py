@@ -23,7 +23,9 @@ def test_two_checkpoints_reconstruct_the_same_shapes_row_by_row(o3d, runs, tmp_p
     img = np.asarray(Image.open(out))[..., :3]
     # 2 shapes x 2 checkpoints = 4 rows of 64-pixel panels: input, all capsules, by part, 4 capsules
     assert img.shape[0] >= 4 * 64 and img.shape[1] >= 7 * 64
-    assert RED in set(map(tuple, img.reshape(-1, 3)))
+    # red capsule points in the capsule panels (right half); compose_figure resamples panels a little
+    right = img[:, img.shape[1] // 2:].astype(int)
+    assert (np.abs(right - np.array(RED)) <= 30).all(-1).sum() > 10
     assert png_backend(out) in ("offscreen", "legacy", "software")
     # the same shapes: the second model reconstructs the first one's inputs
     a, b = load_session(dr), load_session(ca)
