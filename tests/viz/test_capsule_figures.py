@@ -65,3 +65,16 @@ def test_report_section_of_a_restored_run(o3d, runs, tmp_path):
     assert row in text and "| #99" not in text  # shapes beyond the split are dropped
     with pytest.raises(ValueError, match="hold no sample of the 16-shape split"):
         capsule_section(run, tmp_path, indices=(99,))
+
+
+def test_without_part_labels_the_figure_and_section_say_so(o3d, tmp_path_factory, tmp_path):
+    from pointabstract.viz.capsule_app import CapsuleViewerState
+
+    ckpt, _ = tiny_ae_run(tmp_path_factory, "dr", dataset="modelnet40")
+    session = load_session(ckpt)
+    assert session.sample(0).part is None and session.sample(0).capsule_parts is None
+    text, _ = capsule_section(session, tmp_path, indices=(0,), panel_size=64)
+    assert "| shape | Chamfer x 1e-3 |" in text and "purity" not in text
+    assert Image.open(tmp_path / "capsules.png").size[0] > 0
+    with pytest.raises(ValueError, match="coloring 'parts' needs per-point part labels"):
+        CapsuleViewerState(session, coloring="parts")
