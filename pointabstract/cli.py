@@ -32,7 +32,7 @@ def _train(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from .engine import default_eval_dir, evaluate_checkpoint, load_config, task_class
 
-    sections = []
+    sections = [_capsule_section]  # adds itself to the reports of capsule autoencoders only
     if args.neighbourhoods:
         sections.append(_neighbourhood_section)
     metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
@@ -55,6 +55,22 @@ def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
         first = str(err).splitlines()[0]
         print(f"warning: no neighbourhood figure ({first})")
         return f"_No neighbourhood figure: {first}_", {}
+
+
+def _capsule_section(run, out: Path) -> tuple[str, dict]:
+    """The viewer's capsule figure (capsules.png: the points each latent capsule decodes, as in
+    Centroid Transformers Fig. 5) as an eval report section of a reconstruction run; nothing for
+    other tasks."""
+    if run.config.task != "reconstruction":
+        return "", {}
+    from .viz import RenderError, capsule_section
+
+    try:
+        return capsule_section(run, out)
+    except RenderError as err:  # a machine without offscreen rendering: report, don't fail
+        first = str(err).splitlines()[0]
+        print(f"warning: no capsule figure ({first})")
+        return f"_No capsule figure: {first}_", {}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: the run's task.votes)")
     ev.add_argument("--device", default="cpu")
     ev.add_argument("--neighbourhoods", action="store_true",
-                    help="add the feature-space vs 3D KNN figure (neighbourhoods.png) to the report")
+                    help="classification: add the feature-space vs 3D KNN figure (neighbourhoods.png) to the "
+                         "report (autoencoder reports always get the capsule figure, capsules.png)")
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks printed as tables")

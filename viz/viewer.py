@@ -1,7 +1,9 @@
-"""The interactive neighbourhood viewer (same as ``pointabstract view``).
+"""The interactive viewer (same as ``pointabstract view``): neighbourhoods of a classifier, the
+latent capsules of an autoencoder.
 
     python viz/viewer.py runs/demo/last.pt --index 3        # a window (needs a display)
     python viz/viewer.py runs/demo/last.pt --png view.png   # no display: render to a file
+    python viz/viewer.py runs/ae_ca/last.pt --capsule 2     # an autoencoder: N / B cycle the capsules
 
 Thin entry point: parse, load, show; the logic lives in pointabstract.viz
 (``loading`` builds the model and data, ``app`` the window and key map, ``render`` the PNG).

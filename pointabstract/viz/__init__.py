@@ -8,6 +8,8 @@
 - :mod:`.loading`: checkpoint -> model, dataset and one sample's per-block features.
 - :mod:`.figures`: the multi-panel neighbourhood figure and report section; :mod:`.part_agreement`:
   how often feature-space vs 3D neighbours share a point's part (the figure's numbers).
+- :mod:`.capsule_view`, :mod:`.capsule_scenes`, :mod:`.capsule_app`, :mod:`.capsule_figures`: the
+  same for capsule autoencoders: input vs reconstruction by latent capsule, the Fig. 5 figure.
 - :mod:`.app` / :mod:`.cli`: the interactive viewer and ``pointabstract view``.
 
 Open3D is imported only when a geometry is built or rendered.
@@ -25,7 +27,10 @@ _EXPORTS = {
     "neighbourhood_report": "figures", "neighbourhood_section": "figures",
     "chance_agreement": "part_agreement", "neighbour_agreement": "part_agreement",
     "open_part_dataset": "part_agreement", "part_agreement": "part_agreement",
-    "SampleView": "loading", "ViewSession": "loading", "load_session": "loading",
+    "SESSIONS": "loading", "SampleView": "loading", "ViewSession": "loading", "load_session": "loading",
+    "CapsuleSample": "capsule_view", "CapsuleSession": "capsule_view", "CapsuleViewerState": "capsule_app",
+    "capsule_colors": "capsule_scenes", "capsule_scene": "capsule_scenes", "shared_camera": "capsule_scenes",
+    "capsule_figure": "capsule_figures", "capsule_section": "capsule_figures",
     "Camera": "render", "Renderer": "render", "RenderError": "render", "png_backend": "render",
     "render_panels_png": "render", "render_png": "render", "save_png": "render", "start_xvfb": "render",
     "BACKENDS": "backends", "splat": "software",

@@ -1,9 +1,18 @@
-"""The interactive neighbourhood viewer: state, key map, and the Open3D window.
+"""The interactive viewer: states, key maps, and the Open3D window.
 
-:class:`ViewerState` holds what is shown (sample, block, K, query point, colouring, layout)
-and builds the scene; it needs no window and is what the tests drive. :func:`run_viewer` opens
-a legacy Open3D window (``VisualizerWithKeyCallback``) on it; ``keys`` replays key presses
-one per frame and then closes the window (scripted runs under Xvfb).
+:class:`ViewerState` holds what is shown of a classification run (sample, block, K, query
+point, colouring, layout) and builds the scene; it needs no window and is what the tests drive.
+:data:`STATES` names the state class of each task (the capsule autoencoder's is
+:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`). :func:`run_viewer` opens a legacy
+Open3D window (``VisualizerWithKeyCallback``) on any of them; ``keys`` replays key presses one
+per frame and then closes the window (scripted runs under Xvfb).
+
+A state class offers: ``KEYMAP`` (token -> (GLFW code, what it does)), ``TITLE``,
+``from_args(session, args)`` (the state ``pointabstract view`` asks for), ``press(key) -> status``,
+``status()``, ``scene()`` (drawables under ``.geometries``), ``panel_scenes()`` and
+``panel_camera()`` (the ``--png`` panels and the camera they share, None: each panel fitted on
+its own) and ``screenshot_name(number)``; ``P`` (pick a point) is offered by the classification
+state alone.
 """
 
 from __future__ import annotations
@@ -14,13 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from ..ops import farthest_point_sample, knn
+from .capsule_app import CapsuleViewerState
 from .colors import GREY, ScalarLegend, class_palette, label_colors, part_palette, scalar_colors
 from .loading import ViewSession
 from .render import Camera, scene_points
 from .scenes import LAYOUTS, NeighbourhoodScene, default_k, neighbourhood_scene
 
-__all__ = ["COLORINGS", "KEYMAP", "NO_DISPLAY", "NoDisplayError", "ViewerState", "has_display", "key_help",
-           "run_viewer"]
+__all__ = ["COLORINGS", "KEYMAP", "NO_DISPLAY", "STATES", "NoDisplayError", "ViewerState", "has_display",
+           "key_help", "run_viewer", "viewer_state"]
 
 COLORINGS = ("neighbours", "predicted", "true", "part", "distance")
 # key token -> (GLFW key code, what it does); letters are pressed without shift
@@ -53,8 +63,9 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def key_help() -> str:
-    lines = ["keys:"] + [f"  {key:>5}  {doc}" for key, (_, doc) in KEYMAP.items()]
+def key_help(keymap: dict | None = None) -> str:
+    """The key map (default: the classification viewer's) as printable lines."""
+    lines = ["keys:"] + [f"  {key:>5}  {doc}" for key, (_, doc) in (keymap or KEYMAP).items()]
     return "\n".join(lines + ["  Q/Esc  quit   (mouse: drag rotates, wheel zooms)"])
 
 
@@ -70,6 +81,9 @@ class ViewerState:
         coloring: one of :data:`COLORINGS`.
         layout: one of :data:`pointabstract.viz.scenes.LAYOUTS`.
     """
+
+    KEYMAP = KEYMAP
+    TITLE = "feature-space vs 3D neighbours"
 
     def __init__(self, session: ViewSession, *, index: int = 0, block: int | None = None,
                  k: int | None = None, coloring: str = "neighbours", layout: str = "side_by_side"):
@@ -89,6 +103,16 @@ class ViewerState:
         if block is not None and not -nblocks <= block < nblocks:
             raise ValueError(f"block must be in [0, {nblocks}) for this model, got {block}")
         self._set_block(self.sample.default_block if block is None else block % nblocks)
+
+    @classmethod
+    def from_args(cls, session: ViewSession, args) -> ViewerState:
+        """The state asked for by ``pointabstract view`` arguments (``--index --block --k --color
+        --layout --query``)."""
+        state = cls(session, index=args.index, block=args.block, k=args.k,
+                    coloring=args.color or "neighbours", layout=args.layout or "side_by_side")
+        if args.query is not None:
+            state.set_query(args.query)
+        return state
 
     # --- state changes -------------------------------------------------------------------------
     def press(self, key: str) -> str:
@@ -191,6 +215,15 @@ class ViewerState:
         layouts = ("feature", "xyz") if self.layout == "side_by_side" else (self.layout,)
         return [self.scene(point_size=point_size, layout=layout) for layout in layouts]
 
+    def panel_camera(self) -> None:
+        """None: each ``--png`` panel gets its own fitted default camera."""
+        return None
+
+    def screenshot_name(self, number: int) -> str:
+        """File name of the ``number``-th screenshot of this state."""
+        return (f"view{number:02d}_sample{self.index}_block{self.block}_query{self.query}_k{self.k}"
+                f"_{self.coloring}.png")
+
     def status(self) -> str:
         s = self.sample
         m = self.points()[0].shape[0]
@@ -200,13 +233,28 @@ class ViewerState:
                 f"colouring {self.coloring} | layout {self.layout}{notes}")
 
 
-def run_viewer(state: ViewerState, *, keys: list[str] | None = None, screenshot_dir: str | Path = ".",
+# task -> the viewer state class of its runs (the sessions come from loading.SESSIONS)
+STATES: dict[str, type] = {
+    "classification": ViewerState,
+    "reconstruction": CapsuleViewerState,
+}
+
+
+def viewer_state(session, args):
+    """The state of ``session``'s task (:data:`STATES`) asked for by ``pointabstract view`` ``args``."""
+    task = session.config.task
+    if task not in STATES:
+        raise ValueError(f"the viewer shows {' and '.join(STATES)} runs; this is a '{task}' run")
+    return STATES[task].from_args(session, args)
+
+
+def run_viewer(state, *, keys: list[str] | None = None, screenshot_dir: str | Path = ".",
                width: int = 1280, height: int = 720, printer=print) -> list[Path]:
     """Open the window and run until it is closed (or until the scripted ``keys`` are done).
 
     Args:
-        state: what to show.
-        keys: scripted run: tokens of :data:`KEYMAP` pressed one per frame, then the window closes.
+        state: what to show: a state of :data:`STATES`.
+        keys: scripted run: tokens of the state's ``KEYMAP`` pressed one per frame, then the window closes.
         screenshot_dir: where ``S`` saves PNGs.
         width, height: window size in pixels.
         printer: where status lines and the key map go.
@@ -218,22 +266,22 @@ def run_viewer(state: ViewerState, *, keys: list[str] | None = None, screenshot_
 
     if not has_display():
         raise NoDisplayError(NO_DISPLAY)
-    unknown = [k for k in keys or [] if k not in KEYMAP]
+    keymap = state.KEYMAP
+    unknown = [k for k in keys or [] if k not in keymap]
     if unknown:
-        raise ValueError(f"keys {unknown} are not in the key map {list(KEYMAP)}")
+        raise ValueError(f"keys {unknown} are not in the key map {list(keymap)}")
     vis = o3d.visualization.VisualizerWithKeyCallback()
-    if not vis.create_window(window_name="pointabstract view: feature-space vs 3D neighbours",
-                             width=width, height=height):
+    if not vis.create_window(window_name=f"pointabstract view: {state.TITLE}", width=width, height=height):
         raise NoDisplayError(f"could not open a window on DISPLAY={os.environ.get('DISPLAY')!r}; "
                              "try --png OUT.png")
     window = _Window(o3d, vis, state, Path(screenshot_dir), printer, scripted=keys is not None)
-    for token, (code, _) in KEYMAP.items():
+    for token, (code, _) in keymap.items():
         vis.register_key_callback(code, lambda _vis, t=token: window.apply(t))
     if keys is not None:
         pending = list(keys)  # one key per frame, then close
         vis.register_animation_callback(lambda _v: window.apply(pending.pop(0)) if pending
                                         else window.close())
-    printer(key_help())
+    printer(key_help(keymap))
     printer(state.status())
     window.show(reset=True)
     vis.run()
@@ -244,7 +292,7 @@ def run_viewer(state: ViewerState, *, keys: list[str] | None = None, screenshot_
 class _Window:
     """The key handlers of one open window (each returns whether the scene must be redrawn)."""
 
-    def __init__(self, o3d, vis, state: ViewerState, screenshot_dir: Path, printer, *, scripted: bool):
+    def __init__(self, o3d, vis, state, screenshot_dir: Path, printer, *, scripted: bool):
         self.o3d, self.vis, self.state, self.dir, self.printer = o3d, vis, state, screenshot_dir, printer
         self.scripted = scripted
         self.saved: list[Path] = []
@@ -262,7 +310,7 @@ class _Window:
     def apply(self, key: str) -> bool:
         state = self.state
         if key == "H":
-            self.printer(key_help())
+            self.printer(key_help(state.KEYMAP))
             return False
         if key == "S":
             self.screenshot()
@@ -279,9 +327,7 @@ class _Window:
         return True
 
     def screenshot(self) -> None:
-        s = self.state
-        out = self.dir / (f"view{len(self.saved) + 1:02d}_sample{s.index}_block{s.block}_query{s.query}"
-                          f"_k{s.k}_{s.coloring}.png")
+        out = self.dir / self.state.screenshot_name(len(self.saved) + 1)
         out.parent.mkdir(parents=True, exist_ok=True)
         self.vis.capture_screen_image(str(out), do_render=True)
         self.saved.append(out)

@@ -1,24 +1,52 @@
-"""``pointabstract view``: the neighbourhood viewer on a checkpoint (window, or ``--png``).
+"""``pointabstract view``: the viewer on a checkpoint (window, ``--png`` or ``--figure``).
+
+What is shown depends on the checkpoint's task: a classification run shows feature-space vs 3D
+neighbourhoods (:class:`~pointabstract.viz.app.ViewerState`), a capsule autoencoder
+(``reconstruction``) its input, reconstruction and latent capsules
+(:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`). The per-task pieces are looked up
+by the run's task: the session (``loading.SESSIONS``), the window's state (``app.STATES``), the
+``--figure`` writer (:data:`FIGURES`) and the options only that task's runs take (:data:`OPTIONS`).
 
 Wired into the main CLI with ``add_parser(subparsers)``; also runnable on its own as
 ``python -m pointabstract.viz.cli CHECKPOINT ...`` (what ``viz/viewer.py`` calls).
-Errors (bad checkpoint, index or block out of range, a model without per-block features,
-no display and no ``--png``) print one ``error:`` line and return exit code 2.
+Errors (bad checkpoint, index or block out of range, a model without per-block features, an
+option of another task, no display and no ``--png``) print one ``error:`` line and return exit
+code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
-__all__ = ["add_arguments", "add_parser", "build_parser", "main", "run"]
+__all__ = ["FIGURES", "OPTIONS", "add_arguments", "add_parser", "build_parser", "main", "run"]
 
-DESCRIPTION = ("Show what a trained model groups together: a query point's K nearest neighbours in a "
-               "block's feature space next to its K nearest neighbours in 3D space.")
+DESCRIPTION = textwrap.fill(
+    "Show what a trained model groups together. Classification checkpoints: a query point's K nearest "
+    "neighbours in a block's feature space next to its K nearest neighbours in 3D space. Capsule-autoencoder "
+    "checkpoints (task reconstruction): the input next to its reconstruction, with the points one latent "
+    "capsule decodes highlighted (the rest grey), every capsule in its own colour, or the capsules grouped "
+    "by majority part (part-labelled data).", 88)
+EPILOG = """examples:
+  pointabstract view runs/demo/last.pt --index 3 --png view.png         neighbourhoods of a classifier
+  pointabstract view runs/ae_ca/last.pt                                 window: N / B cycle the capsules
+  pointabstract view runs/ae_ca/last.pt --capsule 2 --png caps.png      input | reconstruction, capsule 2
+  pointabstract view runs/ae_ca/last.pt --color parts --png parts.png   capsules by majority part
+  pointabstract view runs/ae_dr/last.pt --compare runs/ae_ca/last.pt --figure fig5.png
+      Fig. 5 (a) / (b): both autoencoders on the same 3 shapes from --index, one row per checkpoint
+"""
+
+# task -> the options only its runs take (any other task's run refuses them)
+OPTIONS = {
+    "classification": ("block", "k", "query"),
+    "reconstruction": ("capsule", "compare"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from . import capsule_app, capsule_scenes
     from .app import COLORINGS, KEYMAP
     from .scenes import LAYOUTS
 
@@ -26,24 +54,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, help="dataset root (default: the one it was trained on)")
     parser.add_argument("--split", default="test", help="dataset split (default: test)")
     parser.add_argument("--index", type=int, default=0, help="sample of the split (default: 0)")
-    parser.add_argument("--block", type=int, help="block whose features are used (default: the second "
-                                                  "centroid-attention block, as in the paper)")
-    parser.add_argument("--k", type=int, help="neighbours per space (default: the paper's K = 40 among "
-                                              "128 points, in proportion for smaller blocks)")
-    parser.add_argument("--query", type=int, help="query point index in the block (default: a spread-out "
-                                                  "first choice)")
-    parser.add_argument("--color", default="neighbours", choices=COLORINGS, help="colouring")
-    parser.add_argument("--layout", default="side_by_side", choices=LAYOUTS, help="panels shown")
+    parser.add_argument("--color", help=f"colouring; classification: {', '.join(COLORINGS)} (default "
+                                         f"{COLORINGS[0]}); autoencoder: "
+                                         f"{', '.join(capsule_scenes.COLORINGS)} (default capsule)")
+    parser.add_argument("--layout", help=f"panels shown; classification: {', '.join(LAYOUTS)}; autoencoder: "
+                                         f"{', '.join(capsule_scenes.LAYOUTS)} (default side_by_side)")
     parser.add_argument("--png", type=Path, metavar="OUT",
                         help="render the scene offscreen to this PNG instead of opening a window")
     parser.add_argument("--figure", type=Path, metavar="OUT",
-                        help="write the report figure instead (3 samples from --index on, 3 query points "
-                             "each, feature-space vs 3D-space panels) to this PNG")
+                        help="write the report figure instead, 3 samples from --index on: classification: "
+                             "3 query points each, feature-space vs 3D-space panels; autoencoder: the input, "
+                             "all capsules, capsules by part, then one panel per capsule (Centroid "
+                             "Transformers Fig. 5)")
+    cls = parser.add_argument_group("classification checkpoints")
+    cls.add_argument("--block", type=int, help="block whose features are used (default: the second "
+                                               "centroid-attention block, as in the paper)")
+    cls.add_argument("--k", type=int, help="neighbours per space (default: the paper's K = 40 among "
+                                           "128 points, in proportion for smaller blocks)")
+    cls.add_argument("--query", type=int, help="query point index in the block (default: a spread-out "
+                                               "first choice)")
+    ae = parser.add_argument_group("capsule-autoencoder checkpoints (task reconstruction)")
+    ae.add_argument("--capsule", type=int,
+                    help="the latent capsule highlighted in the window / --png (default: the first of the "
+                         "capsules grouped by majority part)")
+    ae.add_argument("--compare", type=Path, metavar="CKPT",
+                    help="with --figure: a second autoencoder checkpoint (e.g. dynamic routing vs centroid "
+                         "attention) reconstructing the same shapes, one row per checkpoint")
     parser.add_argument("--width", type=int, default=1280, help="window / PNG width in pixels")
     parser.add_argument("--height", type=int, default=720, help="window / PNG height in pixels")
     parser.add_argument("--keys", metavar="KEYS",
                         help=f"scripted run: press these space-separated keys one per frame, then close "
-                             f"the window (keys: {' '.join(KEYMAP)})")
+                             f"the window (classification: {' '.join(KEYMAP)}; autoencoder: "
+                             f"{' '.join(capsule_app.KEYMAP)})")
     parser.add_argument("--screenshot-dir", type=Path, default=Path("."), help="where S saves screenshots")
     parser.add_argument("--device", default="cpu", help="torch device of the model")
     # --- context-pool (h-cpool) ---
@@ -55,31 +97,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``view`` subcommand to the main CLI's subparsers (``func`` = :func:`run`)."""
-    parser = subparsers.add_parser("view", help="viewer: feature-space vs 3D neighbourhoods of a checkpoint",
-                                   description=DESCRIPTION)
+    parser = subparsers.add_parser("view", help="viewer: feature-space vs 3D neighbourhoods of a classifier, "
+                                                "the capsules of an autoencoder", description=DESCRIPTION,
+                                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     parser.set_defaults(func=run)
     return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pointabstract view", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="pointabstract view", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the checkpoint, then show the window or write the PNG. Returns the exit code."""
+    """Load the checkpoint, then show the window or write the PNG / figure. Returns the exit code."""
     from ..engine import MissingDatasetError
-    from .app import KEYMAP, NO_DISPLAY, NoDisplayError, ViewerState, has_display, run_viewer
+    from .app import NO_DISPLAY, STATES, NoDisplayError, has_display, run_viewer, viewer_state
     from .loading import load_session
     from .render import RenderError, png_backend, render_panels_png
 
     keys = args.keys.split() if args.keys is not None else None
     try:
-        unknown = [k for k in keys or [] if k not in KEYMAP]
+        known = {k for state in STATES.values() for k in state.KEYMAP}
+        unknown = [k for k in keys or [] if k not in known]
         if unknown:
-            raise ValueError(f"keys {unknown} are not in the key map {list(KEYMAP)}")
+            raise ValueError(f"keys {unknown} are not in the key map {sorted(known)}")
+        if args.compare is not None and args.figure is None:
+            raise ValueError("--compare needs --figure OUT.png (the figure of both checkpoints)")
         if args.figure is not None:
             return _figure(args)
         # --- context-pool (h-cpool) ---
@@ -89,14 +136,16 @@ def run(args: argparse.Namespace) -> int:
         if args.png is None and not has_display():  # say so before spending time on loading
             raise NoDisplayError(NO_DISPLAY)
         session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
-        state = ViewerState(session, index=args.index, block=args.block, k=args.k, coloring=args.color,
-                            layout=args.layout)
-        if args.query is not None:
-            state.set_query(args.query)
+        _check_options(args, session.config.task)
+        state = viewer_state(session, args)
+        unknown = [k for k in keys or [] if k not in state.KEYMAP]
+        if unknown:
+            raise ValueError(f"keys {unknown} are not in the key map of a {session.config.task} run "
+                             f"{list(state.KEYMAP)}")
         if args.png is not None:
             scenes = state.panel_scenes()  # side by side: two panels drawn separately, then joined
             out = render_panels_png([s.geometries for s in scenes], args.png, width=args.width,
-                                    height=args.height, legend=scenes[0].legend)
+                                    height=args.height, legend=scenes[0].legend, camera=state.panel_camera())
             print(state.status())
             print(f"wrote {out} (drawn by the {png_backend(out)} renderer)")
             return 0
@@ -110,15 +159,51 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_options(args: argparse.Namespace, task: str) -> None:
+    """Refuse an option that only another task's runs take (:data:`OPTIONS`)."""
+    own = OPTIONS.get(task, ())
+    for other, names in OPTIONS.items():
+        for name in names:
+            if name not in own and getattr(args, name, None) is not None:
+                raise ValueError(f"--{name} applies to {other} checkpoints; {args.checkpoint} is a "
+                                 f"'{task}' run")
+
+
 def _figure(args: argparse.Namespace) -> int:
-    from .figures import neighbourhood_figure
     from .loading import load_session
 
     session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
+    task = session.config.task
+    _check_options(args, task)
+    if task not in FIGURES:
+        raise ValueError(f"--figure shows {' and '.join(FIGURES)} runs; {args.checkpoint} is a '{task}' run")
     indices = [i for i in range(args.index, args.index + 3) if i < len(session)] or [args.index]
-    out = neighbourhood_figure(session, args.figure, indices=indices, queries=3, block=args.block, k=args.k)
+    out = FIGURES[task](session, args, indices)
     print(f"wrote {out}")
     return 0
+
+
+def _neighbourhood_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
+    from .figures import neighbourhood_figure
+
+    return neighbourhood_figure(session, args.figure, indices=indices, queries=3, block=args.block, k=args.k)
+
+
+def _capsule_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
+    from .capsule_figures import capsule_figure
+
+    if args.capsule is not None:
+        raise ValueError("--capsule applies to the window and --png; --figure shows every capsule")
+    others = [] if args.compare is None else [args.compare]
+    return capsule_figure([session, *others], args.figure, split=args.split, indices=indices,
+                          device=args.device)
+
+
+# task -> the --figure writer of its runs: (session, parsed arguments, sample indices) -> PNG path
+FIGURES = {
+    "classification": _neighbourhood_figure,
+    "reconstruction": _capsule_figure,
+}
 
 
 # --- context-pool (h-cpool) ---

@@ -102,7 +102,7 @@ def neighbourhood_figure(checkpoint: str | Path | ViewSession, out_png: str | Pa
         The path written.
     """
     session = checkpoint if isinstance(checkpoint, ViewSession) else \
-        load_session(checkpoint, data_root=data_root, split=split, device=device)
+        load_session(checkpoint, data_root=data_root, split=split, device=device, task="classification")
     if isinstance(indices, (int, np.integer)) or len(indices) == 0:
         raise ValueError(f"indices must be a non-empty list of sample indices, got {indices!r}")
     samples = [session.sample(i) for i in indices]
@@ -152,7 +152,7 @@ def neighbourhood_report(checkpoint: str | Path | ViewSession, out_dir: str | Pa
     from .neighbourhood_text import agreement_markdown, figure_caption
 
     session = checkpoint if isinstance(checkpoint, ViewSession) else \
-        load_session(checkpoint, data_root=data_root, device=device)
+        load_session(checkpoint, data_root=data_root, device=device, task="classification")
     cfg = session.config
     try:
         parts = open_part_dataset(cfg.data.root, num_points=figure_points, use_normals=cfg.data.use_normals)

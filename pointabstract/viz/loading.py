@@ -1,12 +1,16 @@
-"""Checkpoint -> model + dataset -> one sample's prediction and per-block features.
+"""Checkpoint -> model + dataset -> the viewer's session of the run's task.
 
 The model is rebuilt by :func:`pointabstract.engine.restore` (as ``eval`` does): the
 flat config saved in the checkpoint, the task's dataset (test split, no augmentation, the
 first ``num_points`` points), the task's model arguments, then the saved weights.
+:data:`SESSIONS` then wraps the restored run in its task's session: a classification run in a
+:class:`ViewSession` (one sample's prediction and per-block features), a reconstruction run in
+a :class:`~pointabstract.viz.capsule_view.CapsuleSession` (input, reconstruction, capsules).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from ..engine.config import RunConfig
 from ..ops import knn
 from .scenes import default_block
 
-__all__ = ["SampleView", "ViewSession", "load_session"]
+__all__ = ["SESSIONS", "SampleView", "ViewSession", "load_session"]
 
 
 @dataclass
@@ -113,27 +117,52 @@ class ViewSession:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
 
 
+def _classification_session(run) -> ViewSession:
+    return ViewSession(run.model, run.dataset, list(run.task.class_names), run.config, run.path,
+                       split=run.split, device=run.device)
+
+
+def _capsule_session(run):
+    from .capsule_view import CapsuleSession
+
+    return CapsuleSession.from_restored(run)
+
+
+# task -> the viewer's session of its runs, built from the restored run (engine.restored.Restored);
+# the viewer state (app.STATES) and the --figure writer (cli.FIGURES) are keyed on the same names
+SESSIONS: dict[str, Callable] = {
+    "classification": _classification_session,
+    "reconstruction": _capsule_session,
+}
+
+
 def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None, split: str = "test",
-                 device: str = "cpu") -> ViewSession:
+                 device: str = "cpu", task: str | None = None):
     """Rebuild the model saved in ``checkpoint`` and open its dataset split (as ``eval`` does,
-    through :func:`pointabstract.engine.restore`).
+    through :func:`pointabstract.engine.restore`), wrapped in its task's session (:data:`SESSIONS`).
 
     Args:
         checkpoint: a trainer checkpoint (``last.pt`` / ``best.pt``).
         data_root: dataset root (default: the one it was trained on).
         split: dataset split, ``"test"`` or ``"train"`` (never augmented here).
         device: torch device of the model.
+        task: the one task the caller can show (e.g. ``"classification"`` for the neighbourhood
+            figure); None: any task of :data:`SESSIONS`.
+
+    Returns:
+        A :class:`ViewSession` for classification runs, a ``CapsuleSession`` for reconstruction.
 
     Raises:
         FileNotFoundError: no such checkpoint, or no dataset at the root.
-        ValueError: not a checkpoint, classes or weights that do not fit, unknown split.
+        ValueError: not a checkpoint, classes or weights that do not fit, unknown split, a task
+            the viewer (or the caller) cannot show.
     """
     from ..engine.restored import restore
 
     run = restore(checkpoint, data_root=data_root, split=split, device=device,
                   overrides={"data.workers": 0})
-    if run.config.task != "classification":
-        raise ValueError(f"{checkpoint}: the viewer shows classification runs; this is a "
+    shown = list(SESSIONS) if task is None else [task]
+    if run.config.task not in shown or run.config.task not in SESSIONS:
+        raise ValueError(f"{checkpoint}: this shows {' and '.join(shown)} runs; this is a "
                          f"'{run.config.task}' run")
-    return ViewSession(run.model, run.dataset, list(run.task.class_names), run.config, Path(checkpoint),
-                       split=split, device=run.device)
+    return SESSIONS[run.config.task](run)

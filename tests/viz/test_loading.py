@@ -61,4 +61,4 @@ def test_a_model_without_features_is_refused(session, model):
     other = ViewSession(model, session.dataset, session.class_names, session.config, session.checkpoint)
     with pytest.raises(ValueError, match="per-block features.*the viewer has nothing to show"):
         other.sample(0)
-    assert loading.__all__ == ["SampleView", "ViewSession", "load_session"]
+    assert loading.__all__ == ["SESSIONS", "SampleView", "ViewSession", "load_session"]
