@@ -53,8 +53,8 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def key_help() -> str:
-    lines = ["keys:"] + [f"  {key:>5}  {doc}" for key, (_, doc) in KEYMAP.items()]
+def key_help(keymap: dict | None = None) -> str:
+    lines = ["keys:"] + [f"  {key:>5}  {doc}" for key, (_, doc) in (keymap or KEYMAP).items()]
     return "\n".join(lines + ["  Q/Esc  quit   (mouse: drag rotates, wheel zooms)"])
 
 
@@ -218,22 +218,23 @@ def run_viewer(state: ViewerState, *, keys: list[str] | None = None, screenshot_
 
     if not has_display():
         raise NoDisplayError(NO_DISPLAY)
-    unknown = [k for k in keys or [] if k not in KEYMAP]
+    keymap = getattr(state, "keymap", KEYMAP)  # other views (segmentation) bring their own keys
+    unknown = [k for k in keys or [] if k not in keymap]
     if unknown:
-        raise ValueError(f"keys {unknown} are not in the key map {list(KEYMAP)}")
+        raise ValueError(f"keys {unknown} are not in the key map {list(keymap)}")
     vis = o3d.visualization.VisualizerWithKeyCallback()
-    if not vis.create_window(window_name="pointabstract view: feature-space vs 3D neighbours",
-                             width=width, height=height):
+    title = getattr(state, "window_title", "pointabstract view: feature-space vs 3D neighbours")
+    if not vis.create_window(window_name=title, width=width, height=height):
         raise NoDisplayError(f"could not open a window on DISPLAY={os.environ.get('DISPLAY')!r}; "
                              "try --png OUT.png")
     window = _Window(o3d, vis, state, Path(screenshot_dir), printer, scripted=keys is not None)
-    for token, (code, _) in KEYMAP.items():
+    for token, (code, _) in keymap.items():
         vis.register_key_callback(code, lambda _vis, t=token: window.apply(t))
     if keys is not None:
         pending = list(keys)  # one key per frame, then close
         vis.register_animation_callback(lambda _v: window.apply(pending.pop(0)) if pending
                                         else window.close())
-    printer(key_help())
+    printer(key_help(keymap))
     printer(state.status())
     window.show(reset=True)
     vis.run()
@@ -262,7 +263,7 @@ class _Window:
     def apply(self, key: str) -> bool:
         state = self.state
         if key == "H":
-            self.printer(key_help())
+            self.printer(key_help(getattr(state, "keymap", KEYMAP)))
             return False
         if key == "S":
             self.screenshot()
@@ -280,8 +281,11 @@ class _Window:
 
     def screenshot(self) -> None:
         s = self.state
-        out = self.dir / (f"view{len(self.saved) + 1:02d}_sample{s.index}_block{s.block}_query{s.query}"
-                          f"_k{s.k}_{s.coloring}.png")
+        if hasattr(s, "screenshot_name"):  # other views (segmentation) name their own
+            out = self.dir / s.screenshot_name(len(self.saved) + 1)
+        else:
+            out = self.dir / (f"view{len(self.saved) + 1:02d}_sample{s.index}_block{s.block}_query{s.query}"
+                              f"_k{s.k}_{s.coloring}.png")
         out.parent.mkdir(parents=True, exist_ok=True)
         self.vis.capture_screen_image(str(out), do_render=True)
         self.saved.append(out)

@@ -46,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"the window (keys: {' '.join(KEYMAP)})")
     parser.add_argument("--screenshot-dir", type=Path, default=Path("."), help="where S saves screenshots")
     parser.add_argument("--device", default="cpu", help="torch device of the model")
+    # --- part-segmentation checkpoints (pointabstract/viz/segmentation_app.py) ---
+    from .segmentation_app import add_arguments as add_segmentation_arguments
+
+    add_segmentation_arguments(parser)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -70,6 +74,17 @@ def run(args: argparse.Namespace) -> int:
     from .loading import load_session
     from .render import RenderError, png_backend, render_panels_png
 
+    # --- part-segmentation checkpoints: their own view (pointabstract/viz/segmentation_app.py) ---
+    from .segmentation_view import is_segmentation_checkpoint
+
+    if is_segmentation_checkpoint(args.checkpoint):
+        from .segmentation_app import run_segmentation
+
+        return run_segmentation(args)
+    if getattr(args, "level", None) is not None:
+        print("error: --level applies to part-segmentation checkpoints only", file=sys.stderr)
+        return 2
+    # --- end part segmentation ---
     keys = args.keys.split() if args.keys is not None else None
     try:
         unknown = [k for k in keys or [] if k not in KEYMAP]
