@@ -114,8 +114,10 @@ class SegViewerState:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options only part-segmentation checkpoints take."""
-    parser.add_argument("--level", type=int, help="part segmentation: tree level whose clusters are shown "
-                                                  "(1: smallest groups; default: the one two below the root)")
+    parser.add_argument("--level", type=int,
+                        help="part-segmentation checkpoints (true vs predicted parts, tree clusters; window "
+                             f"keys: {' '.join(SEG_KEYMAP)}): the tree level whose clusters are shown "
+                             "(1: smallest groups; default: two below the root)")
 
 
 def run_segmentation(args: argparse.Namespace) -> int:
@@ -169,8 +171,8 @@ def run_segmentation(args: argparse.Namespace) -> int:
 
 def render_state_png(state: SegViewerState, path: str | Path, *, width: int = 1280, height: int = 720,
                      backend: str = "auto") -> Path:
-    """The state's panels (one camera), titled, with the part legend, as one PNG of about
-    ``width`` x ``height`` pixels."""
+    """The state's panels (one camera), titled, with the part legend, as one PNG that fits within
+    ``width`` x ``height`` pixels (square panels as large as the titles leave room for)."""
     from .figure_compose import compose_figure
     from .render import Renderer, save_png
     from .segmentation_figures import segmentation_images
