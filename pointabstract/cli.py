@@ -35,6 +35,7 @@ def _eval(args: argparse.Namespace) -> int:
     sections = [_capsule_section]  # adds itself to the reports of capsule autoencoders only
     if args.neighbourhoods:
         sections.append(_neighbourhood_section)
+    sections.append(_segmentation_section)  # part-segmentation runs only (others: no section)
     metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
                                   votes=args.votes, device=args.device, sections=sections)
     cfg = load_config(None, {"model": metrics["model"], "task": metrics["task"]})
@@ -71,6 +72,22 @@ def _capsule_section(run, out: Path) -> tuple[str, dict]:
         first = str(err).splitlines()[0]
         print(f"warning: no capsule figure ({first})")
         return f"_No capsule figure: {first}_", {}
+
+
+def _segmentation_section(run, out: Path) -> tuple[str, dict]:
+    """Part-segmentation runs: renders of true vs predicted parts (wrong points highlighted) and
+    of the tree's clusters as an eval report section; other runs: none."""
+    if run.config.task != "part_segmentation":
+        return "", {}
+    from .viz import RenderError
+    from .viz.segmentation_figures import segmentation_section
+
+    try:
+        return segmentation_section(run, out)
+    except RenderError as err:  # a machine without offscreen rendering: report, don't fail
+        first = str(err).splitlines()[0]
+        print(f"warning: no part-segmentation figure ({first})")
+        return f"_No part-segmentation figure: {first}_", {}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,9 @@
 - :mod:`.capsule_view`, :mod:`.capsule_scenes`, :mod:`.capsule_app`, :mod:`.capsule_figures`: the
   same for capsule autoencoders: input vs reconstruction by latent capsule, the Fig. 5 figure.
 - :mod:`.app` / :mod:`.cli`: the interactive viewer and ``pointabstract view``.
+- :mod:`.segmentation_view` (loading, tree clusters), :mod:`.segmentation_scenes` (panels),
+  :mod:`.segmentation_app` (keys, ``--png``), :mod:`.segmentation_figures` (figure, eval section):
+  part-segmentation checkpoints, true vs predicted parts and the tree levels as clusters.
 
 Open3D is imported only when a geometry is built or rendered.
 """
@@ -38,6 +41,11 @@ _EXPORTS = {
     "default_k": "scenes", "feature_knn": "scenes", "highlight_colors": "scenes",
     "neighbourhood_scene": "scenes", "point_cloud": "scenes", "query_marker": "scenes",
     "xyz_knn": "scenes",
+    # part segmentation: predicted vs true parts, tree clusters
+    "SegSession": "segmentation_view", "load_seg_session": "segmentation_view",
+    "tree_clusters": "segmentation_view", "SegViewerState": "segmentation_app",
+    "segmentation_figure": "segmentation_figures", "segmentation_section": "segmentation_figures",
+    "segmentation_panels": "segmentation_scenes",
 }
 __all__ = sorted(_EXPORTS)
 

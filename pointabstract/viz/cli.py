@@ -93,6 +93,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: colour the points of ContextPool BLOCK (model.context_pool=true) by "
                              "pooling weight and support size")
     # --- end context-pool ---
+    # --- part-segmentation checkpoints (pointabstract/viz/segmentation_app.py) ---
+    from .segmentation_app import add_arguments as add_segmentation_arguments
+
+    add_segmentation_arguments(parser)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -119,6 +123,17 @@ def run(args: argparse.Namespace) -> int:
     from .loading import load_session
     from .render import RenderError, png_backend, render_panels_png
 
+    # --- part-segmentation checkpoints: their own view (pointabstract/viz/segmentation_app.py) ---
+    from .segmentation_view import is_segmentation_checkpoint
+
+    if is_segmentation_checkpoint(args.checkpoint):
+        from .segmentation_app import run_segmentation
+
+        return run_segmentation(args)
+    if getattr(args, "level", None) is not None:
+        print("error: --level applies to part-segmentation checkpoints only", file=sys.stderr)
+        return 2
+    # --- end part segmentation ---
     keys = args.keys.split() if args.keys is not None else None
     try:
         known = {k for state in STATES.values() for k in state.KEYMAP}

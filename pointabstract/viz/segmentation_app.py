@@ -1,0 +1,199 @@
+"""``pointabstract view`` on a part-segmentation checkpoint: state, keys, window, ``--png``, ``--figure``.
+
+:class:`SegViewerState` holds what is shown (shape, tree level, layout) and builds the panels; it
+needs no window and is what the tests drive. The window is the classification viewer's
+(:func:`pointabstract.viz.app.run_viewer`), which takes the state's :data:`SEG_KEYMAP`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from .segmentation_scenes import LAYOUTS, SegPanel, segmentation_panels, side_by_side
+from .segmentation_view import SegSession
+
+__all__ = ["SEG_KEYMAP", "SegScene", "SegViewerState", "run_segmentation"]
+
+# key token -> (GLFW key code, what it does); letters are pressed without shift
+SEG_KEYMAP = {
+    "]": (ord("]"), "tree level up: larger clusters (towards the root)"),
+    "[": (ord("["), "tree level down: smaller clusters"),
+    "right": (262, "next shape"),
+    "left": (263, "previous shape"),
+    "V": (ord("V"), f"next layout {LAYOUTS} (all: true | predicted | tree level)"),
+    "S": (ord("S"), "save a screenshot"),
+    "H": (ord("H"), "print this key map"),
+}
+
+
+class SegScene:
+    """What the window shows: all panels side by side in one scene."""
+
+    def __init__(self, panels: list[SegPanel]):
+        self.panels = panels
+        self.geometries = side_by_side(panels)
+
+
+class SegViewerState:
+    """What the segmentation viewer shows; every change goes through :meth:`press`.
+
+    Args:
+        session: the loaded segmenter and dataset.
+        index: shape of the split.
+        level: tree level of the cluster panel in [1, R] (default: R - 2, about 16 clusters with
+            the Sequoia defaults; see :func:`~.segmentation_figures.default_levels`).
+        layout: one of :data:`~.segmentation_scenes.LAYOUTS`.
+    """
+
+    KEYMAP = SEG_KEYMAP  # the window's key map (the per-task viewer protocol of viz/app.py)
+    TITLE = "true vs predicted parts, tree clusters"
+
+    def __init__(self, session: SegSession, *, index: int = 0, level: int | None = None, layout: str = "all"):
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+        self.session, self.layout = session, layout
+        self.messages: list[str] = []
+        self._load(index)
+        if level is not None:
+            self.sample.clusters_at(level)  # validates it
+        self.level = self._default_level() if level is None else int(level)
+
+    def _default_level(self) -> int:
+        from .segmentation_figures import default_levels
+
+        return default_levels(self.sample.top_level)[0]
+
+    def _load(self, index: int) -> None:
+        self.sample = self.session.sample(index)
+        self.index = index
+        if hasattr(self, "level") and self.level > self.sample.top_level:
+            self.messages.append(f"this shape's tree has {self.sample.top_level} levels: showing the root")
+            self.level = self.sample.top_level
+
+    def press(self, key: str) -> str:
+        """Apply one key of :data:`SEG_KEYMAP` (not S / H, which need the window); returns the status."""
+        actions = {"]": lambda: self._set_level(self.level + 1), "[": lambda: self._set_level(self.level - 1),
+                   "right": lambda: self._load((self.index + 1) % len(self.session)),
+                   "left": lambda: self._load((self.index - 1) % len(self.session)),
+                   "V": self._next_layout}
+        if key not in actions:
+            raise ValueError(f"key must be one of {sorted(actions)}, got {key!r}")
+        actions[key]()
+        return self.status()
+
+    def _next_layout(self) -> None:
+        self.layout = LAYOUTS[(LAYOUTS.index(self.layout) + 1) % len(LAYOUTS)]
+
+    def _set_level(self, level: int) -> None:
+        top = self.sample.top_level
+        if not 1 <= level <= top:
+            self.messages.append(f"level stays {self.level}: levels run from 1 (smallest groups) to {top} "
+                                 "(root)")
+            return
+        self.level = level
+
+    def panels(self, *, point_size: float = 6.0) -> list[SegPanel]:
+        return segmentation_panels(self.sample, level=self.level, layout=self.layout, point_size=point_size)
+
+    def scene(self, *, point_size: float = 6.0) -> SegScene:
+        return SegScene(self.panels(point_size=point_size))
+
+    def screenshot_name(self, number: int) -> str:
+        return f"view{number:02d}_shape{self.index}_level{self.level}_{self.layout}.png"
+
+    def status(self) -> str:
+        s = self.sample
+        notes = "".join(f"\n  note: {msg}" for msg in self.messages)
+        self.messages.clear()
+        return (f"shape {s.title} | tree level {self.level}/{s.top_level} ({s.clusters_text(self.level)}, "
+                f"{s.tree_note()}) | layout {self.layout}{notes}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options only part-segmentation checkpoints take."""
+    parser.add_argument("--level", type=int,
+                        help="part-segmentation checkpoints (true vs predicted parts, tree clusters; window "
+                             f"keys: {' '.join(SEG_KEYMAP)}): the tree level whose clusters are shown "
+                             "(1: smallest groups; default: two below the root)")
+
+
+def run_segmentation(args: argparse.Namespace) -> int:
+    """``pointabstract view`` on a part-segmentation checkpoint: the window, ``--png`` or ``--figure``.
+
+    Options of the classification viewer that mean nothing here (``--block``, ``--k``,
+    ``--query``, ``--color``, ``--layout`` other than the default) are refused.
+    Returns the exit code; user errors are one ``error:`` line and code 2.
+    """
+    import sys
+
+    from ..engine import MissingDatasetError
+    from .app import NO_DISPLAY, NoDisplayError, has_display, run_viewer
+    from .render import RenderError, png_backend
+
+    keys = args.keys.split() if getattr(args, "keys", None) is not None else None
+    try:
+        _refuse_classification_options(args)
+        unknown = [k for k in keys or [] if k not in SEG_KEYMAP]
+        if unknown:
+            raise ValueError(f"keys {unknown} are not in the segmentation key map {list(SEG_KEYMAP)}")
+        if args.png is None and args.figure is None and not has_display():
+            raise NoDisplayError(NO_DISPLAY)
+        from .segmentation_view import load_seg_session
+
+        session = load_seg_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
+        level = getattr(args, "level", None)
+        if args.figure is not None:
+            from .segmentation_figures import segmentation_figure
+
+            indices = [i for i in range(args.index, args.index + 3) if i < len(session)] or [args.index]
+            out = segmentation_figure(session, args.figure, indices=indices,
+                                      levels=None if level is None else [level])
+            print(f"wrote {out}")
+            return 0
+        state = SegViewerState(session, index=args.index, level=level)
+        if args.png is not None:
+            out = render_state_png(state, args.png, width=args.width, height=args.height)
+            print(state.status())
+            print(f"wrote {out} (drawn by the {png_backend(out)} renderer)")
+            return 0
+        saved = run_viewer(state, keys=keys, screenshot_dir=args.screenshot_dir, width=args.width,
+                           height=args.height)
+    except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if keys is not None:
+        print(f"scripted run done ({len(keys)} keys, {len(saved)} screenshots)")
+    return 0
+
+
+def render_state_png(state: SegViewerState, path: str | Path, *, width: int = 1280, height: int = 720,
+                     backend: str = "auto") -> Path:
+    """The state's panels (one camera), titled, with the part legend, as one PNG that fits within
+    ``width`` x ``height`` pixels (square panels as large as the titles leave room for)."""
+    from .figure_compose import compose_figure
+    from .render import Renderer, save_png
+    from .segmentation_figures import segmentation_images
+
+    columns = len(state.panels()) + 1  # + the legend
+    size = int(max(64, min(height - 125, width // columns)))  # compose_figure adds ~125 px of titles
+    with Renderer(size, size, backend=backend) as renderer:
+        images, titles, _ = segmentation_images([state.sample], levels=[state.level], layout=state.layout,
+                                                renderer=renderer)
+    title = f"{state.session.config.model} ({state.session.checkpoint.name})"
+    image = compose_figure(images, titles, [state.sample.title], title=title)
+    return save_png(np.ascontiguousarray(image), path, backends=renderer.backends_used,
+                    fallbacks=renderer.fallbacks)
+
+
+def _refuse_classification_options(args: argparse.Namespace) -> None:
+    for option in ("block", "k", "query"):
+        if getattr(args, option, None) is not None:
+            raise ValueError(f"--{option} does not apply to a part-segmentation checkpoint (its view shows "
+                             "true vs predicted parts and the tree's clusters; see --level)")
+    for option in ("color", "layout"):
+        if getattr(args, option, None) is not None:
+            raise ValueError(f"--{option} does not apply to a part-segmentation checkpoint (keys switch "
+                             "its layout in the window)")
