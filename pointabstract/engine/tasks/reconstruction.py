@@ -365,6 +365,8 @@ def _draw_examples(examples: list[dict], path: Path) -> None:
                                               (ex["output"], {"c": ex["index"].numpy(), "cmap": "tab20"})]):
             ax = fig.add_subplot(len(examples), 2, 2 * row + col + 1, projection="3d")
             ax.scatter(cloud[:, 0], cloud[:, 2], cloud[:, 1], s=1, **style)
+            for axis in (ax.set_xlim, ax.set_ylim, ax.set_zlim):  # the same unit-sphere box for both
+                axis(-1, 1)
             ax.set_axis_off()
             ax.set_title(f"{ex['kind']}: CD {ex['cd'] * 1e3:.2f}e-3" if col == 0 else "reconstruction",
                          fontsize=8)
