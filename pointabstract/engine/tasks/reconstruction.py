@@ -33,16 +33,16 @@ reproduces the trainer's number.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ...ops import chamfer_distance, knn
+from ..precise_bn import recalibrate_batchnorm
 from .base import MissingDatasetError
 
-__all__ = ["ReconstructionSettings", "ReconstructionTask", "recalibrate_batchnorm"]
+__all__ = ["ReconstructionSettings", "ReconstructionTask"]
 
 DATASETS = ("modelnet40", "modelnet10", "shapenet_part", "shapenet_core")
 AUGMENTATIONS = ("none", "rotate_up")
@@ -253,50 +253,6 @@ def reconstruction_scores(points: torch.Tensor, pos: torch.Tensor, *, threshold:
     f = torch.where(precision + recall > 0, 2 * precision * recall / (precision + recall).clamp(min=1e-12),
                     torch.zeros_like(precision))
     return chamfer.double(), f
-
-
-@torch.no_grad()
-def recalibrate_batchnorm(model, dataset, *, batches: int, batch_size: int, seed: int, device,
-                          autocast=None) -> int:
-    """Recompute the running statistics of every BatchNorm layer of ``model`` (and of modules
-    keeping their own, such as the primary capsules' branches) at its current weights (precise
-    BN): the equal-weight average over ``batches`` batches of ``batch_size`` samples of
-    ``dataset`` (without replacement, order from a generator seeded with ``seed``; fewer
-    batches when the dataset is smaller), with the model in evaluation mode except its
-    BatchNorm layers. Weights, the layers' momentum and the global RNG are left unchanged;
-    the model comes back in the mode it was in.
-
-    Returns:
-        The number of batches used (0 when the model has no BatchNorm layer).
-    """
-    from ...data import collate
-
-    if batches < 1 or batch_size < 1:
-        raise ValueError(f"batches and batch_size must be >= 1, got {batches} and {batch_size}")
-    # nn BatchNorm layers, and modules keeping BatchNorm statistics of their own the same way
-    # (PrimaryPointCapsules): a reset_running_stats method and a momentum that may be None
-    norms = [m for m in model.modules() if hasattr(m, "reset_running_stats") and hasattr(m, "momentum")
-             and getattr(m, "track_running_stats", True)]
-    if not norms:
-        return 0
-    order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed)).tolist()
-    chunks = [order[i:i + batch_size] for i in range(0, min(len(order), batches * batch_size), batch_size)]
-    was_training, momenta = model.training, [m.momentum for m in norms]
-    model.eval()
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None  # cumulative average: every batch counts the same
-        m.train()
-    try:
-        devices = [device] if torch.device(device).type == "cuda" else []
-        with torch.random.fork_rng(devices=devices), (autocast or contextlib.nullcontext)():
-            for chunk in chunks:
-                model(collate([dataset[i] for i in chunk])["pos"].to(device))
-    finally:
-        for m, momentum in zip(norms, momenta):
-            m.momentum = momentum
-        model.train(was_training)
-    return len(chunks)
 
 
 def capsule_purity(points, pos, part, capsule_index, *, num_parts: int):
