@@ -29,6 +29,12 @@ from pointabstract.nn import ContextPool
 P = torch.rand(2, 64, 3, generator=torch.Generator().manual_seed(0))
 
 
+def _reconstruction(overrides):
+    from pointabstract.engine.tasks import task_class
+
+    return task_class("reconstruction")(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
+
+
 def _write(path, text):
     path.write_text(text)
     return path
@@ -190,6 +196,8 @@ ROWS = [
      r"model.widths must be a list like \[.*\], got 'abcd'"),
     ("config: device tpu", lambda t: load_config(None, ["device=tpu"]), ValueError,
      r"device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+    ("config: negative precise-BN batches", lambda t: _reconstruction(["task.bn_batches=-1"]), ValueError,
+     r"task.bn_batches must be an integer >= 0, got -1"),
     ("config: zero batch", lambda t: load_config(None, ["data.batch_size=0"]), ValueError,
      r"data.batch_size must be >= 1, got 0"),
     ("device: unknown name", lambda t: check_device("gpu0"), ValueError,

@@ -12,10 +12,18 @@ latent capsules (``capsule_ae_small_*``: 512 x 16 -> 12 x 128) and 64 (``capsule
 - the largest batch whose training step fits under ``--cap-mb`` MiB of address space above
   the warmed-up process (``RLIMIT_AS``; the paper's "maximum batch size per GPU"), found by
   doubling then bisection, each try in a fresh process;
-- with ``--train-seconds`` > 0: test Chamfer distance after that much training on the
-  synthetic data (``--data``, ShapeNetPart layout of ``pointabstract data synth``), mean ± std
-  over ``--seeds``. ``--full`` gives a longer budget.
+- training columns, mean ± std over ``--seeds`` (:mod:`.seeds`), each run a fixed number of
+  Adam steps of 8 clouds (the same budget for every routing, so the quality numbers do not depend
+  on the machine's load; the time it took is reported beside them) on the ShapeNetPart layout of
+  the synthetic data, the hard level by default (``--level easy``, ``--data ROOT``): test Chamfer
+  distance and F-score, mean capsule part purity, a capsule-by-part table of the test airplanes
+  per routing, and a linear-SVM probe of the frozen latent capsules on the classification split
+  (ModelNet40 layout) of the same level (:mod:`.capsule_training`, :mod:`.linear_probe`).
+  Default (a few minutes): 25 steps, 12 capsules only, 1,024 input points, 100 test shapes,
+  probe on 200 / 100 shapes. ``--full``: 1,500 steps, 12 and 64 capsules, 2,048 points, every
+  test shape, probe on 2,000 / 1,000 shapes (hours on 2 CPU cores).
 
+The results go to ``runs/bench/capsules.md`` and ``.json`` (``--results``).
 Everything runs on the CPU; times depend on the machine and its load.
 """
 
@@ -26,10 +34,9 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 
 __all__ = ["PAPER_TABLE4", "add_arguments", "build", "fits", "format_table", "main", "max_batch",
-           "measure_step", "train_chamfer"]
+           "measure_step"]
 
 ROUTINGS = ("dynamic", "em", "centroid")
 SIZES = {12: "capsule_ae_small", 64: "capsule_ae_base"}
@@ -146,44 +153,6 @@ def max_batch(caps: int, routing: str, *, points: int, cap_mb: float, limit: int
     return good
 
 
-def train_chamfer(caps: int, routing: str, seed: int, *, seconds: float, data: str, points: int,
-                  batch: int = 8, lr: float = 1e-3, tiny: bool = False) -> dict:
-    """Train for ``seconds`` on the ShapeNetPart layout under ``data``; test Chamfer (x 1e-3)."""
-    import contextlib
-    from types import SimpleNamespace
-
-    import torch
-
-    from ..data import collate
-    from ..engine.config import DataConfig
-    from ..engine.tasks.reconstruction import ReconstructionSettings, ReconstructionTask
-
-    cfg = SimpleNamespace(data=DataConfig(dataset="shapenet_part", root=data, num_points=points, workers=0),
-                          seed=seed, task_config=ReconstructionSettings)
-    task = ReconstructionTask(cfg)
-    train, test = task.dataset("train", train=True), task.dataset("test", train=False)
-    torch.manual_seed(seed)
-    model = build(caps, routing, tiny=tiny)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    start, steps, epoch = time.perf_counter(), 0, 0
-    while time.perf_counter() - start < seconds:
-        train.set_epoch(epoch)
-        for b in torch.utils.data.DataLoader(train, batch_size=batch, shuffle=True, generator=gen,
-                                             collate_fn=collate, drop_last=True):
-            opt.zero_grad()
-            task.step(model, b, torch.device("cpu"))[0].backward()
-            opt.step()
-            steps += 1
-            if time.perf_counter() - start >= seconds:
-                break
-        epoch += 1
-    loader = torch.utils.data.DataLoader(test, batch_size=16, collate_fn=collate)
-    metrics = task.evaluate(model, loader, torch.device("cpu"), autocast=contextlib.nullcontext)
-    return {"cd_e3": metrics["chamfer"] * 1e3, "fscore": metrics["fscore"], "purity": metrics["purity"],
-            "steps": steps}
-
-
 def _mean_std(values: list[float]) -> str:
     if not values:
         return "-"
@@ -210,22 +179,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--caps", type=int, nargs="+", default=[12, 64], choices=sorted(SIZES))
     parser.add_argument("--routings", nargs="+", default=list(ROUTINGS), choices=ROUTINGS)
     parser.add_argument("--batch", type=int, default=8, help="clouds per timed step")
-    parser.add_argument("--points", type=int, default=2048, help="input points per cloud")
+    parser.add_argument("--points", type=int, default=2048, help="input points per cloud (timed step)")
     parser.add_argument("--repeats", type=int, default=3, help="timed steps (median)")
     parser.add_argument("--cap-mb", type=float, default=1024, help="memory cap of the max-batch search")
     parser.add_argument("--cap-points", type=int, default=1024, help="input points in the max-batch search")
     parser.add_argument("--max-batch-limit", type=int, default=128, help="largest batch tried (0: skip)")
-    parser.add_argument("--train-seconds", type=float, default=0.0,
-                        help="training budget per run for the test Chamfer column (0: skip)")
-    parser.add_argument("--full", action="store_true", help="a 20-minute training budget per run")
+    parser.add_argument("--train-steps", type=int, default=None,
+                        help=f"training steps per run for the test-Chamfer columns (default {SHORT['steps']},"
+                             " "
+                             f"--full {FULL['steps']}; 0: skip)")
+    parser.add_argument("--train-caps", type=int, nargs="+", default=None, choices=sorted(SIZES),
+                        help="capsule counts trained (default 12; --full 12 64)")
+    parser.add_argument("--train-points", type=int, default=None,
+                        help=f"input points in training (default {SHORT['points']}, --full {FULL['points']})")
+    parser.add_argument("--test-shapes", type=int, default=None,
+                        help=f"test shapes scored (default {SHORT['test']}, --full all)")
+    parser.add_argument("--probe", type=int, nargs=2, default=None, metavar=("TRAIN", "TEST"),
+                        help=f"classification shapes of the linear probe (default {SHORT['probe']}, "
+                             f"--full {FULL['probe']}; 0 0: skip)")
+    parser.add_argument("--full", action="store_true", help="the long budget (see the defaults above)")
     parser.add_argument("--seeds", type=int, default=3, help="training runs per routing (mean ± std)")
-    parser.add_argument("--data", default="datasets/synthetic", help="root of `pointabstract data synth`")
+    parser.add_argument("--level", choices=("hard", "easy"), default="hard",
+                        help="synthetic level of the training columns (hard falls back to easy if missing)")
+    parser.add_argument("--data", default=None, help="dataset root (default datasets/synthetic[-hard])")
+    parser.add_argument("--skip-timing", action="store_true", help="only the training columns")
     parser.add_argument("--out", default=None, help="also write the rows as JSON here")
+    parser.add_argument("--results", default="runs/bench", help="folder of capsules.md / capsules.json")
     parser.add_argument("--tiny", action="store_true", help="registry test sizes (a smoke test of the bench)")
 
 
-def main(args: argparse.Namespace) -> int:
-    seconds = 1200.0 if args.full else args.train_seconds
+# the training budgets: (steps of 8 clouds, capsule counts, input points, test shapes, probe shapes)
+SHORT = {"steps": 25, "caps": [12], "points": 1024, "test": 100, "probe": [200, 100]}
+FULL = {"steps": 1500, "caps": [12, 64], "points": 2048, "test": 0, "probe": [2000, 1000]}
+
+
+def _data_root(args) -> str:
+    from pathlib import Path
+
+    if args.data is not None:
+        return args.data
+    hard, easy = "datasets/synthetic-hard", "datasets/synthetic"
+    if args.level == "hard" and not (Path(hard) / "shapenet_part_seg_hdf5_data").is_dir():
+        print(f"note: {hard} is missing (pointabstract data synth --level hard); training on {easy}")
+        return easy
+    return hard if args.level == "hard" else easy
+
+
+def _timing_rows(args) -> list[dict]:
     rows = []
     for caps in args.caps:
         for routing in args.routings:
@@ -238,16 +238,104 @@ def main(args: argparse.Namespace) -> int:
                 row["max_batch"] = max_batch(caps, routing, points=args.cap_points, cap_mb=args.cap_mb,
                                              limit=args.max_batch_limit, tiny=args.tiny, progress=print)
                 print(f"  largest batch under {args.cap_mb:g} MiB: {row['max_batch']}", flush=True)
-            if seconds > 0:
-                runs = [train_chamfer(caps, routing, s, seconds=seconds, data=args.data, points=args.points,
-                                      tiny=args.tiny) for s in range(args.seeds)]
-                row["cd_e3"] = [r["cd_e3"] for r in runs]
-                row["runs"] = runs
-                print(f"  test CD x 1e-3 {_mean_std(row['cd_e3'])}", flush=True)
             rows.append(row)
-    print(format_table(rows, batch=args.batch, points=args.points, cap_mb=args.cap_mb,
-                       cap_points=args.cap_points))
+    return rows
+
+
+def _ratios(rows: list[dict]) -> list[str]:
+    """The issue's targets: centroid vs dynamic routing at each capsule count."""
+    out = []
+    for caps in sorted({r["caps"] for r in rows}):
+        dr = next((r for r in rows if r["caps"] == caps and r["routing"] == "dynamic"), None)
+        ca = next((r for r in rows if r["caps"] == caps and r["routing"] == "centroid"), None)
+        if dr is None or ca is None:
+            continue
+        text = (f"- {caps} capsules, centroid vs dynamic routing: parameters "
+                f"x{ca['params_m'] / dr['params_m']:.2f} "
+                f"(target <= 0.1 at 12), step time x{ca['ms'] / dr['ms']:.2f} (target <= 0.33)")
+        if dr.get("max_batch") and ca.get("max_batch") is not None:
+            text += f", max batch x{ca['max_batch'] / dr['max_batch']:.2f} (target >= 2)"
+        out.append(text)
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    from .capsule_training import train_run
+    from .seeds import run_seeds, write_results
+
+    budget = FULL if args.full else SHORT
+    steps = budget["steps"] if args.train_steps is None else args.train_steps
+    train_caps = args.train_caps or budget["caps"]
+    points = args.train_points or budget["points"]
+    test = budget["test"] if args.test_shapes is None else args.test_shapes
+    probe = args.probe or budget["probe"]
+    rows = [] if args.skip_timing else _timing_rows(args)
+    runs, sections = [], []
+    if steps > 0:
+        data = _data_root(args)
+        variants = [f"{caps}/{routing}" for caps in train_caps for routing in args.routings]
+
+        def run_one(variant, seed):
+            caps, routing = variant.split("/")
+            return train_run(int(caps), routing, seed, steps=steps, data=data, points=points,
+                             test_shapes=test, probe_train=probe[0], probe_test=probe[1], tiny=args.tiny)
+
+        runs = run_seeds(variants, run_one, seeds=args.seeds)
+        sections = _training_sections(runs, variants, data=data, steps=steps, points=points, test=test,
+                                      probe=probe)
+    for row in rows:  # the measured Chamfer beside the paper's in the cost table
+        row["cd_e3"] = [r["cd_e3"] for r in runs if r["variant"] == f"{row['caps']}/{row['routing']}"]
+    if rows:
+        sections = ["## Cost and test Chamfer beside the paper's Table 4 (CPU here, GPU there)", "",
+                    format_table(rows, batch=args.batch, points=args.points, cap_mb=args.cap_mb,
+                                 cap_points=args.cap_points), "", *_ratios(rows), "", *sections]
+    text = "\n".join(sections)
+    print(text)
+    write_results("capsules", [*rows, *runs], text, out_dir=args.results,
+                  command=_command(),
+                  notes="Times and memory: one CPU process on a shared machine; the paper's are GPU numbers.")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"cost": rows, "runs": runs}, f, indent=1)
     return 0
+
+
+def _command() -> str:
+    """The command line that ran this benchmark (for the results file)."""
+    argv = sys.argv[1:]
+    tail = argv[argv.index("capsules") + 1:] if "capsules" in argv else []
+    return " ".join(["pointabstract bench capsules", *tail])
+
+
+def _training_sections(runs, variants, *, data, steps, points, test, probe) -> list[str]:
+    from .capsule_training import capsule_part_table
+    from .seeds import beyond_spread, summarise
+    from .seeds import format_table as seed_table
+
+    cols = ["cd_e3", "fscore", "purity", "train_s"] + (["probe_acc"] if probe[0] > 0 else [])
+    labels = {"cd_e3": "test CD x 1e-3", "fscore": "F-score@0.05", "purity": "capsule part purity",
+              "train_s": "train s", "probe_acc": "linear probe acc"}
+    summary = summarise(runs, cols)
+    out = [f"## Training: {steps} steps of 8 clouds x {points} points, Adam 1e-3, on {data}", "",
+           f"Test Chamfer (squared L2, mean per direction, summed) on {test or 'all'} test shapes; "
+           f"probe: linear SVM (squared hinge, C = 1, one-vs-rest) on the flattened latent capsules of "
+           f"{probe[0]} classification train shapes, accuracy on {probe[1]} test shapes.", ""]
+    for caps in sorted({v.split("/")[0] for v in variants}, key=int):
+        mine = [s for s in summary if s["variant"].split("/")[0] == caps]
+        out += [seed_table(mine, cols, labels=labels, reference=f"{caps}/dynamic", key="cd_e3"), ""]
+        ref = next((s for s in mine if s["variant"] == f"{caps}/dynamic"), None)
+        for s in mine:
+            if ref is None or s is ref:
+                continue
+            for col in cols:
+                if col != "train_s" and beyond_spread(s[col], ref[col]):
+                    out.append(f"- {s['variant']} vs {caps}/dynamic: {labels[col]} differs beyond the "
+                               "seed spread")
+        out.append("")
+    for variant in variants:
+        first = next(r for r in runs if r["variant"] == variant)
+        parts = first["category_parts"]
+        out += [f"### Capsules of {variant} (seed {first['seed']}): share of each capsule's decoded points "
+                f"in each part, {parts['shapes']} test {parts['category']} shapes", "",
+                *capsule_part_table(parts), ""]
+    return out

@@ -71,7 +71,8 @@ class PrimaryPointCapsules(nn.Module):
         hidden: channels of the shared per-point MLP (the paper: 64, 128).
         chunk: branches evaluated together when searching the max-pool points (memory
             (B, N, chunk P) floats; the result does not depend on it).
-        bn_eps, momentum: of the branch BatchNorms (as ``nn.BatchNorm1d``).
+        bn_eps, momentum: of the branch BatchNorms (as ``nn.BatchNorm1d``; ``momentum=None``
+            gives the cumulative average since :meth:`reset_running_stats`, used by precise BN).
 
     Parameters of branch d: ``weight[d]`` (P, C), ``bias[d]`` (P,), BatchNorm ``bn_weight[d]``,
     ``bn_bias[d]``, buffers ``running_mean[d]``, ``running_var[d]`` (P,).
@@ -97,6 +98,13 @@ class PrimaryPointCapsules(nn.Module):
         self.bn_bias = nn.Parameter(torch.zeros(caps_dim, num_caps))
         self.register_buffer("running_mean", torch.zeros(caps_dim, num_caps))
         self.register_buffer("running_var", torch.ones(caps_dim, num_caps))
+        self._batches = 0  # batches averaged since reset_running_stats (for momentum=None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, variance 1, and restart the cumulative average (as ``nn.BatchNorm1d``)."""
+        self.running_mean.zero_()
+        self.running_var.fill_(1.0)
+        self._batches = 0
 
     def forward(self, pos: torch.Tensor) -> torch.Tensor:
         """pos: (B, N, 3) -> squashed primary capsules u: (B, P, D)."""
@@ -136,8 +144,10 @@ class PrimaryPointCapsules(nn.Module):
         with torch.no_grad():
             count = flat.shape[0]
             unbiased = var * count / max(count - 1, 1)
-            self.running_mean.lerp_(mean.detach(), self.momentum)
-            self.running_var.lerp_(unbiased.detach(), self.momentum)
+            self._batches += 1
+            weight = self.momentum if self.momentum is not None else 1.0 / self._batches
+            self.running_mean.lerp_(mean.detach(), weight)
+            self.running_var.lerp_(unbiased.detach(), weight)
         return mean, var
 
 

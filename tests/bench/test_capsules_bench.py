@@ -1,6 +1,8 @@
 import pytest
+import torch
 
 from pointabstract.bench import capsules
+from pointabstract.bench.capsule_training import capsule_part_table
 from pointabstract.bench.capsules import PAPER_TABLE4, build, fits, format_table, max_batch, measure_step
 
 
@@ -38,3 +40,27 @@ def test_build_rejects_unknown_sizes():
     with pytest.raises(ValueError, match=r"routing must be one of \['dynamic', 'em', 'centroid'\], got 'x'"):
         build(12, "x")
     assert build(64, "em", tiny=True).cfg.routing == "em"
+
+
+def test_train_run_columns_on_tiny_data(tmp_path):
+    from pointabstract.bench.capsule_training import train_run
+    from pointabstract.data.synthetic import generate
+
+    generate(tmp_path, train_per_class=1, test_per_class=1, num_points=128, workers=1, progress=False)
+    out = train_run(12, "centroid", 0, steps=2, data=str(tmp_path), points=64, test_shapes=0, probe_train=40,
+                    probe_test=40, bn_batches=2, tiny=True)
+    assert out["steps"] == 2 and out["cd_e3"] > 0 and 0 < out["purity"] <= 1 and 0 <= out["probe_acc"] <= 1
+    parts = out["category_parts"]
+    assert parts["category"] == "Airplane" and parts["parts"] == ["body", "wing", "tail", "engine"]
+    counts = torch.tensor(parts["counts"])
+    assert counts.shape == (4, 4) and counts.sum() == parts["shapes"] * 64  # 4 capsules x 16 points
+    again = train_run(12, "centroid", 0, steps=2, data=str(tmp_path), points=64, test_shapes=0, probe_train=0,
+                      probe_test=0, bn_batches=2, tiny=True)
+    assert again["cd_e3"] == out["cd_e3"] and "probe_acc" not in again  # seeded: the same run
+
+
+def test_capsule_part_table_hand_computed():
+    lines = capsule_part_table({"category": "Mug", "shapes": 1, "parts": ["handle", "body"],
+                                "counts": [[3, 1], [0, 0], [0, 5]]})
+    assert lines[0] == "| capsule | handle | body | majority share |"
+    assert lines[2:] == ["| 0 | 75% | 25% | 75% |", "| 2 | 0% | 100% | 100% |"]  # empty capsule 1 left out

@@ -1,6 +1,7 @@
 """The reconstruction task, driven directly with a small stand-in for the run config."""
 
 import contextlib
+import json
 import os
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ import torch
 from pointabstract.data import collate
 from pointabstract.data.synthetic import generate
 from pointabstract.engine.config import DataConfig
+from pointabstract.engine.precise_bn import recalibrate_batchnorm
 from pointabstract.engine.tasks.base import MissingDatasetError
 from pointabstract.engine.tasks.reconstruction import (
     ReconstructionSettings,
@@ -182,3 +184,46 @@ def test_real_off_meshes(realdata, tmp_path):
     assert torch.linalg.norm(batch["pos"], dim=-1).amax(1).sub(1).abs().max() < 1e-5
     loss, _ = task.step(_model(), batch, torch.device("cpu"))
     assert torch.isfinite(loss)
+
+
+def _train_overrides(root, out, *extra):
+    model = {f"model.{k}": list(v) if isinstance(v, tuple) else v for k, v in SPECS["capsule_ae_demo_ca"].tiny.items()}
+    return {"model": "capsule_ae_demo_ca", "data.dataset": "shapenet_part", "data.root": str(root),
+            "data.num_points": 64, "data.batch_size": 4, "data.eval_batch_size": 16, "data.workers": 0,
+            "optim.epochs": 4, "optim.lr": 1e-2, "task.examples": 0, "log.out_dir": str(out), "log.progress": False,
+            "log.tensorboard": False, "device": "cpu", **model,
+            **dict(extra)}
+
+
+def test_precise_bn_closes_the_eval_gap_and_checkpoints_reproduce_it(synth, tmp_path):
+    from pointabstract.engine import evaluate_checkpoint, load_config, train
+
+    metrics = {}
+    for bn in (0, 8):
+        cfg = load_config(None, _train_overrides(synth, tmp_path / f"bn{bn}", ("task.bn_batches", bn)))
+        metrics[bn] = train(cfg)
+    rows = [json.loads(line) for line in (tmp_path / "bn8" / "metrics.jsonl").read_text().splitlines()]
+    print({bn: m["chamfer"] for bn, m in metrics.items()}, rows[-1]["train_loss"])
+    assert metrics[8]["chamfer"] < 1.5 * rows[-1]["train_loss"]
+    assert metrics[0]["chamfer"] > 1.5 * metrics[8]["chamfer"]  # running averages lag the weights
+    again = evaluate_checkpoint(tmp_path / "bn8" / "last.pt", out_dir=tmp_path / "eval")
+    assert again["chamfer"] == pytest.approx(metrics[8]["chamfer"], rel=1e-6)
+
+
+def test_recalibrate_touches_only_statistics_and_is_deterministic(synth):
+    task = ReconstructionTask(_cfg(synth, "shapenet_part", num_points=64))
+    train = task.dataset("train", train=True)
+    model = _model()
+    model.eval()
+    weights = {k: v.clone() for k, v in model.named_parameters()}
+    buffers = []
+    for _ in range(2):
+        recalibrate_batchnorm(model, train, batches=3, batch_size=4, seed=0, device="cpu")
+        buffers.append({k: v.clone() for k, v in model.named_buffers()})
+    assert not model.training and all(torch.equal(v, weights[k]) for k, v in model.named_parameters())
+    assert all(torch.equal(buffers[0][k], buffers[1][k]) for k in buffers[0])
+    # the primary capsules' own statistics are recomputed too (cumulative average, momentum kept)
+    assert model.primary.momentum == 0.1 and model.primary._batches == 3
+    assert not torch.equal(buffers[0]["primary.running_var"], torch.ones_like(buffers[0]["primary.running_var"]))
+    with pytest.raises(ValueError, match="task.bn_batches must be an integer >= 0, got -1"):
+        ReconstructionTask(_cfg(synth, bn_batches=-1))

@@ -127,3 +127,13 @@ def test_bad_config():
         PatchDecoder(6, 8, decoders=3)
     with pytest.raises(ValueError, match=r"num_points \(4\) must be at least latent_caps \(64\)"):
         CapsuleAutoencoder(CapsuleAutoencoderConfig(num_points=4))
+
+
+@pytest.mark.parametrize("short, routing", [("dr", "dynamic"), ("ca", "centroid")])
+def test_demo_presets(short, routing):
+    from pointabstract.engine import load_config
+
+    cfg = load_config(f"capsules_demo_{short}", [])
+    assert cfg.model == f"capsule_ae_demo_{short}" and cfg.task_config().bn_batches > 0
+    assert cfg.model_config().routing == routing and cfg.data.dataset == "shapenet_part"
+    assert cfg.data.root == "datasets/synthetic" and cfg.log.out_dir == f"runs/demo/capsules_{short}"
