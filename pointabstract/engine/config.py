@@ -114,7 +114,8 @@ def model_preset(name: str) -> dict:
 
 
 def load_config(preset: str | Path | None = None, overrides: list[str] | dict | None = None) -> RunConfig:
-    """Build a RunConfig from a preset (file, preset name or registry model name) and overrides (``["k=v", ...]`` or a dict)."""
+    """Build a RunConfig from a preset (file, preset name or registry model name) and overrides
+    (``["k=v", ...]`` or a dict)."""
     flat = {}
     if preset is not None and not Path(str(preset)).is_file() and str(preset) in MODELS \
             and not (PRESETS / f"{preset}.yaml").is_file():
