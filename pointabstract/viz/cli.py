@@ -28,8 +28,10 @@ DESCRIPTION = textwrap.fill(
     "neighbours in a block's feature space next to its K nearest neighbours in 3D space. Capsule-autoencoder "
     "checkpoints (task reconstruction): the input next to its reconstruction, with the points one latent "
     "capsule decodes highlighted (the rest grey), every capsule in its own colour, or the capsules grouped "
-    "by majority part (part-labelled data).", 88)
+    "by majority part (part-labelled data). Part-segmentation checkpoints: true vs predicted parts (wrong "
+    "points black) and the tree's clusters at one level ([ / ] or --level).", 88)
 EPILOG = """examples:
+  pointabstract view runs/demo/parts/last.pt --level 3 --png parts.png  true | predicted parts | tree level 3
   pointabstract view runs/demo/last.pt --index 3 --png view.png         neighbourhoods of a classifier
   pointabstract view runs/ae_ca/last.pt                                 window: N / B cycle the capsules
   pointabstract view runs/ae_ca/last.pt --capsule 2 --png caps.png      input | reconstruction, capsule 2
@@ -102,8 +104,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``view`` subcommand to the main CLI's subparsers (``func`` = :func:`run`)."""
     parser = subparsers.add_parser("view", help="viewer: feature-space vs 3D neighbourhoods of a classifier, "
-                                                "the capsules of an autoencoder", description=DESCRIPTION,
-                                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                                "the capsules of an autoencoder, the parts of a segmenter",
+                                   description=DESCRIPTION, epilog=EPILOG,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     parser.set_defaults(func=run)
     return parser
