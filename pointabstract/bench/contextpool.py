@@ -29,7 +29,8 @@ import math
 import statistics
 import time
 
-__all__ = ["HOSTS", "VARIANTS", "add_arguments", "format_table", "main", "measure_cost", "train_eval"]
+__all__ = ["HOSTS", "VARIANTS", "add_arguments", "format_costs", "format_table", "main", "measure_cost",
+           "train_eval"]
 
 _CP = {"context_pool": True}
 VARIANTS = {
@@ -186,6 +187,22 @@ def measure_cost(host: str, variant: str, *, data: str, repeats: int, tiny: bool
             "ms_median": 1e3 * statistics.median(times)}
 
 
+def format_costs(costs: dict) -> str:
+    """Markdown of the cost columns alone (``--cost-only``): per variant parameters, the fastest
+    step and peak memory, each with its overhead over ``none``."""
+    ref = costs.get("none", {})
+    lines = ["| variant | params | ms / step (fastest) | ms / step (median) | peak MiB |",
+             "|---|---:|---:|---:|---:|"]
+    for variant, c in costs.items():
+        if "ms" not in c:
+            lines.append(f"| {variant} | {c.get('error', '-')} | - | - | - |")
+            continue
+        lines.append(f"| {variant} | {c['params']:,} ({_pct(c['params'], ref.get('params', 0))}) | "
+                     f"{c['ms']:.0f} ({_pct(c['ms'], ref.get('ms', 0))}) | {c['ms_median']:.0f} | "
+                     f"{c['peak_mb']:.0f} ({_pct(c['peak_mb'], ref.get('peak_mb', 0))}) |")
+    return "\n".join(lines)
+
+
 def _pct(value: float, ref: float) -> str:
     return f"{100 * (value / ref - 1):+.0f} %" if ref else "-"
 
@@ -233,6 +250,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-samples", type=int, default=300, help="test clouds evaluated (0: all)")
     parser.add_argument("--repeats", type=int, default=8, help="timed steps of the cost columns (fastest)")
     parser.add_argument("--long", action="store_true", help="400 steps per run, the whole test set")
+    parser.add_argument("--cost-only", action="store_true",
+                        help="only the cost columns (params, time per step, peak memory): no training")
     parser.add_argument("--out-dir", default="runs/bench", help="where the markdown and JSON go")
     parser.add_argument("--tiny", action="store_true", help="registry test sizes (a smoke test of the bench)")
 
@@ -261,6 +280,9 @@ def main(args: argparse.Namespace) -> int:
                                            "repeats": args.repeats, "tiny": args.tiny},
                                           memory_limit_gb=None, timeout_s=900)
             print(f"{host} {variant}: cost {costs[variant]}", flush=True)
+        if args.cost_only:
+            tables.append(f"## {host}: cost of one training step\n\n" + format_costs(costs))
+            continue
         mine = run_seeds(args.variants, lambda v, s, h=host: train_eval(
             h, v, s, data=args.data, steps=steps, eval_samples=evals, tiny=args.tiny),
             seeds=args.seeds, progress=lambda line, h=host: print(f"{h} {line}", flush=True))
@@ -271,6 +293,8 @@ def main(args: argparse.Namespace) -> int:
                       + format_table(host, summarise(mine, ["metric"]), costs))
     table = "\n\n".join(tables)
     print("\n" + table, flush=True)
+    if args.cost_only:
+        return 0
     command = "pointabstract bench contextpool " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else [])
     md, js = write_results(f"contextpool_{steps}steps_{args.seeds}seeds", rows, table, out_dir=args.out_dir,
                            command=command.strip(),

@@ -72,3 +72,15 @@ def test_main_writes_the_results(data, tmp_path, capsys):
     assert main(args) == 0
     assert (tmp_path / "contextpool_1steps_1seeds.md").is_file()
     assert "| cp | 1 |" in capsys.readouterr().out
+
+
+def test_cost_table_gives_overheads_over_none_and_errors():
+    from pointabstract.bench.contextpool import format_costs
+
+    costs = {"none": {"params": 100, "ms": 10.0, "ms_median": 12.0, "peak_mb": 50.0},
+             "cp": {"params": 102, "ms": 15.0, "ms_median": 16.0, "peak_mb": 75.0},
+             "nl": {"error": "timeout after 900 s"}}
+    lines = format_costs(costs).splitlines()
+    assert lines[2] == "| none | 100 (+0 %) | 10 (+0 %) | 12 | 50 (+0 %) |"
+    assert lines[3] == "| cp | 102 (+2 %) | 15 (+50 %) | 16 | 75 (+50 %) |"
+    assert lines[4] == "| nl | timeout after 900 s | - | - | - |"
