@@ -44,18 +44,29 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _render_section(what: str, build, run, out: Path) -> tuple[str, dict]:
+    """``build(run, out)`` (a viz figure section of the eval report), or one line saying why not
+    when this machine has no working offscreen renderer: report, don't fail."""
+    from .viz import RenderError
+
+    try:
+        return build(run, out)
+    except RenderError as err:
+        first = str(err).splitlines()[0]
+        print(f"warning: no {what} figure ({first})")
+        return f"_No {what} figure: {first}_", {}
+
+
 def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
     """The viewer's feature-space vs 3D neighbourhood figure and the part-agreement numbers
     (metrics ``part_agreement``) as an eval report section."""
-    from .viz import RenderError, neighbourhood_report
+    from .viz import neighbourhood_report
 
-    try:
+    def build(run, out):
         nb = neighbourhood_report(run.path, out, data_root=run.config.data.root, device=str(run.device))
         return nb.markdown, nb.metrics
-    except RenderError as err:  # a machine without offscreen rendering: report, don't fail
-        first = str(err).splitlines()[0]
-        print(f"warning: no neighbourhood figure ({first})")
-        return f"_No neighbourhood figure: {first}_", {}
+
+    return _render_section("neighbourhood", build, run, out)
 
 
 def _capsule_section(run, out: Path) -> tuple[str, dict]:
@@ -64,14 +75,9 @@ def _capsule_section(run, out: Path) -> tuple[str, dict]:
     other tasks."""
     if run.config.task != "reconstruction":
         return "", {}
-    from .viz import RenderError, capsule_section
+    from .viz import capsule_section
 
-    try:
-        return capsule_section(run, out)
-    except RenderError as err:  # a machine without offscreen rendering: report, don't fail
-        first = str(err).splitlines()[0]
-        print(f"warning: no capsule figure ({first})")
-        return f"_No capsule figure: {first}_", {}
+    return _render_section("capsule", capsule_section, run, out)
 
 
 def _segmentation_section(run, out: Path) -> tuple[str, dict]:
@@ -79,15 +85,9 @@ def _segmentation_section(run, out: Path) -> tuple[str, dict]:
     of the tree's clusters as an eval report section; other runs: none."""
     if run.config.task != "part_segmentation":
         return "", {}
-    from .viz import RenderError
     from .viz.segmentation_figures import segmentation_section
 
-    try:
-        return segmentation_section(run, out)
-    except RenderError as err:  # a machine without offscreen rendering: report, don't fail
-        first = str(err).splitlines()[0]
-        print(f"warning: no part-segmentation figure ({first})")
-        return f"_No part-segmentation figure: {first}_", {}
+    return _render_section("part-segmentation", segmentation_section, run, out)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
+from ..nn.context_pool import ContextPoolOptions
 from ..ops import _validate as V
 from ..ops import gather_points, knn, nearest_upsample
 from .spec import ModelSpec
@@ -35,7 +36,7 @@ __all__ = ["SPECS", "CentroidTransformer", "CentroidTransformerConfig"]
 
 
 @dataclass
-class CentroidTransformerConfig:
+class CentroidTransformerConfig(ContextPoolOptions):
     num_classes: int = 40  # output classes
     in_channels: int = 0  # extra per-point input features (3 for normals)
     widths: tuple[int, ...] = (64, 128, 128, 512)  # SA, CA, SA, CA block widths
@@ -55,13 +56,6 @@ class CentroidTransformerConfig:
     block_norm: str = "layer"  # normalisation inside the attention blocks: layer | batch
     embed_k: int = 16  # point embedding: max over each point's embed_k nearest neighbours of an
     #                    MLP of (neighbour - point, point); 0: an MLP of the point alone
-    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention block
-    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
-    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
-    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
-    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
-    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
-    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 class CentroidTransformer(nn.Module):

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..nn.context_pool import context_pool_from_config
+from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
 from ..nn.tree_attention import MODES, SequoiaAttention
 from ..ops import _validate as V
@@ -40,7 +40,7 @@ ATTENTIONS = ("sequoia", "softmax")
 
 
 @dataclass
-class SequoiaSegConfig:
+class SequoiaSegConfig(ContextPoolOptions):
     num_parts: int = 50  # part logits per point (ShapeNetPart: 50)
     num_categories: int = 16  # object categories, one-hot before the head
     in_channels: int = 0  # extra per-point input features (3 for normals)
@@ -54,17 +54,10 @@ class SequoiaSegConfig:
     siblings_k: int = 16  # parallel mode: same-level nearest nodes each node attends to
     mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
     head_dim: int = 512  # hidden width of the segmentation head
-    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention layer
-    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
-    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
-    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
-    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
-    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
-    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 @dataclass
-class SequoiaClsConfig:
+class SequoiaClsConfig(ContextPoolOptions):
     num_classes: int = 40  # output classes
     in_channels: int = 0  # extra per-point input features (3 for normals)
     dim: int = 128  # channels C of every layer
@@ -78,13 +71,6 @@ class SequoiaClsConfig:
     mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
     head_dims: tuple[int, ...] = (512, 256)  # hidden sizes of the classification MLP
     dropout: float = 0.5  # dropout in the classification MLP
-    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention layer
-    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
-    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
-    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
-    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
-    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
-    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 class DenseAttentionBlock(nn.Module):

@@ -51,13 +51,14 @@ projections. Output replaces the input (the paper feeds the pooled features to t
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from ..ops import gather_points, knn
 
-__all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "context_pool_from_config"]
+__all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "ContextPoolOptions", "context_pool_from_config"]
 
 WEIGHTS = ("learned", "uniform", "nonlocal")
 LOCALITIES = ("gaussian", "none", "fixed")
@@ -220,6 +221,19 @@ def _spacing(dist2: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(dist2[..., 0])
     nearest = dist2[..., 1].clamp_min(0).sqrt()  # (B, N): each point's distance to its nearest other
     return gather_points(nearest.unsqueeze(-1), idx).squeeze(-1).mean(-1)
+
+
+@dataclass
+class ContextPoolOptions:
+    """The ``model.context_pool*`` keys every attention model's config inherits."""
+
+    context_pool: bool = False  # ContextPool (Huang et al. 2022) after every attention block / layer
+    context_pool_k: int = 16  # ContextPool: neighbours K in xyz each point pools over
+    context_pool_weights: str = "learned"  # ContextPool weights: learned | uniform | nonlocal
+    context_pool_normalize: bool = True  # ContextPool: softmax-normalised weights (False: raw)
+    context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
+    context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
+    context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
 
 
 def context_pool_from_config(cfg, dim: int) -> ContextPool | None:

@@ -122,9 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Load the checkpoint, then show the window or write the PNG / figure. Returns the exit code."""
     from ..engine import MissingDatasetError
-    from .app import NO_DISPLAY, STATES, NoDisplayError, has_display, run_viewer, viewer_state
+    from .app import NO_DISPLAY, STATES, NoDisplayError, has_display, viewer_state
     from .loading import load_session
-    from .render import RenderError, png_backend, render_panels_png
+    from .render import RenderError
 
     # --- part-segmentation checkpoints: their own view (pointabstract/viz/segmentation_app.py) ---
     from .segmentation_view import is_segmentation_checkpoint
@@ -160,18 +160,34 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise ValueError(f"keys {unknown} are not in the key map of a {session.config.task} run "
                              f"{list(state.KEYMAP)}")
-        if args.png is not None:
-            scenes = state.panel_scenes()  # side by side: two panels drawn separately, then joined
-            out = render_panels_png([s.geometries for s in scenes], args.png, width=args.width,
-                                    height=args.height, legend=scenes[0].legend, camera=state.panel_camera())
-            print(state.status())
-            print(f"wrote {out} (drawn by the {png_backend(out)} renderer)")
-            return 0
-        saved = run_viewer(state, keys=keys, screenshot_dir=args.screenshot_dir, width=args.width,
-                           height=args.height)
+        return show_state(state, args, keys, _panels_png)
     except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def _panels_png(state, path: Path, *, width: int, height: int) -> Path:
+    from .render import render_panels_png
+
+    scenes = state.panel_scenes()  # side by side: the panels drawn separately, then joined
+    return render_panels_png([s.geometries for s in scenes], path, width=width, height=height,
+                             legend=scenes[0].legend, camera=state.panel_camera())
+
+
+def show_state(state, args: argparse.Namespace, keys: list[str] | None, render_png) -> int:
+    """The last step of every task's view: ``--png`` through ``render_png(state, path, width=,
+    height=)``, else the window (scripted when ``keys`` is given). Errors propagate to the caller,
+    which turns the user's ones into one ``error:`` line."""
+    from .app import run_viewer
+    from .render import png_backend
+
+    if args.png is not None:
+        out = render_png(state, args.png, width=args.width, height=args.height)
+        print(state.status())
+        print(f"wrote {out} (drawn by the {png_backend(out)} renderer)")
+        return 0
+    saved = run_viewer(state, keys=keys, screenshot_dir=args.screenshot_dir, width=args.width,
+                       height=args.height)
     if keys is not None:
         print(f"scripted run done ({len(keys)} keys, {len(saved)} screenshots)")
     return 0

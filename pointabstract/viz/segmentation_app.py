@@ -130,8 +130,9 @@ def run_segmentation(args: argparse.Namespace) -> int:
     import sys
 
     from ..engine import MissingDatasetError
-    from .app import NO_DISPLAY, NoDisplayError, has_display, run_viewer
-    from .render import RenderError, png_backend
+    from .app import NO_DISPLAY, NoDisplayError, has_display
+    from .cli import show_state
+    from .render import RenderError
 
     keys = args.keys.split() if getattr(args, "keys", None) is not None else None
     try:
@@ -154,19 +155,10 @@ def run_segmentation(args: argparse.Namespace) -> int:
             print(f"wrote {out}")
             return 0
         state = SegViewerState(session, index=args.index, level=level)
-        if args.png is not None:
-            out = render_state_png(state, args.png, width=args.width, height=args.height)
-            print(state.status())
-            print(f"wrote {out} (drawn by the {png_backend(out)} renderer)")
-            return 0
-        saved = run_viewer(state, keys=keys, screenshot_dir=args.screenshot_dir, width=args.width,
-                           height=args.height)
+        return show_state(state, args, keys, render_state_png)
     except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if keys is not None:
-        print(f"scripted run done ({len(keys)} keys, {len(saved)} screenshots)")
-    return 0
 
 
 def render_state_png(state: SegViewerState, path: str | Path, *, width: int = 1280, height: int = 720,
