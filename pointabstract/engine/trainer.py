@@ -80,12 +80,16 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def make_loader(ds, sampler, batch_size: int, workers: int):
-    """A DataLoader over ``ds`` with our collate (ragged batches get ``lengths``)."""
+def make_loader(ds, sampler, batch_size: int, workers: int, *, generator: torch.Generator | None = None):
+    """A DataLoader over ``ds`` with our collate (ragged batches get ``lengths``).
+
+    Each pass over a DataLoader draws its workers' base seed from ``generator``, or from the
+    global torch RNG when it is None (what training draws dropout from): evaluation loaders get
+    a generator of their own, so that how often a run evaluates does not change its training."""
     from ..data import collate
 
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
-                                       collate_fn=collate, persistent_workers=False,
+                                       collate_fn=collate, persistent_workers=False, generator=generator,
                                        multiprocessing_context="fork" if workers else None)
 
 
@@ -187,7 +191,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
                                  batch_size=d.batch_size)
     train_loader = make_loader(train_ds, train_sampler, d.batch_size // world, d.workers)
     test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=world),
-                              d.eval_batch_size, d.workers)
+                              d.eval_batch_size, d.workers, generator=torch.Generator().manual_seed(cfg.seed))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) \
         if cfg.amp and ctx.device.type == "cuda" else contextlib.nullcontext
     log = RunLog(out, cfg, resume, start, changes) if ctx.is_main else None

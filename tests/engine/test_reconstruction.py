@@ -227,3 +227,14 @@ def test_recalibrate_touches_only_statistics_and_is_deterministic(synth):
     assert not torch.equal(buffers[0]["primary.running_var"], torch.ones_like(buffers[0]["primary.running_var"]))
     with pytest.raises(ValueError, match="task.bn_batches must be an integer >= 0, got -1"):
         ReconstructionTask(_cfg(synth, bn_batches=-1))
+
+
+def test_how_often_a_run_evaluates_does_not_change_its_training(synth, tmp_path):
+    from pointabstract.engine import load_checkpoint, load_config, train
+
+    weights = []
+    for every in (1, 3):
+        out = tmp_path / f"every{every}"
+        train(load_config(None, _train_overrides(synth, out, ("optim.epochs", 3), ("log.eval_every", every))))
+        weights.append(load_checkpoint(out / "last.pt")["model"])
+    assert [k for k in weights[0] if not torch.equal(weights[0][k], weights[1][k])] == []

@@ -240,3 +240,15 @@ def test_nan_activations_in_evaluation_are_reported_as_divergence(tiny_overrides
                                                     r"weights .*: query holds NaN.*\); the last good checkpoint is "
                                                     r".*last.pt \(epoch 1\)"):
         train(load_config(None, tiny_overrides))
+
+
+def test_how_often_a_run_evaluates_does_not_change_its_training(tiny_overrides, tmp_path):
+    # dropout draws from the global RNG, which a DataLoader pass also draws from (its workers'
+    # base seed): the test loader has a generator of its own, so evaluating changes nothing
+    weights = []
+    for every in (1, 3):
+        out = tmp_path / f"every{every}"
+        train(load_config(None, [*tiny_overrides, "optim.epochs=3", "model.dropout=0.5", f"log.eval_every={every}",
+                                 f"log.out_dir={out}"]))
+        weights.append(load_checkpoint(out / "last.pt")["model"])
+    assert [k for k in weights[0] if not torch.equal(weights[0][k], weights[1][k])] == []
