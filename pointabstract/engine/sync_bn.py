@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["convert_sync_batchnorm", "global_batch_norm"]
+__all__ = ["convert_sync_batchnorm", "global_batch_norm", "global_moments"]
 
 
 def _world() -> int:
@@ -84,11 +84,40 @@ def _sync_class(base: type) -> type:
     return type(f"Global{base.__name__}", (base,), {"forward": forward, "__module__": __name__})
 
 
+def global_moments(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Mean (C,), covariance (C, C) and count of the rows of ``flat`` (S, C) of every process
+    (two differentiable all-reduces: the count and sum, then the products centred on the global
+    mean, as a one-process run computes them)."""
+    first = _AllReduceSum.apply(torch.cat([flat.sum(0), flat.new_tensor([float(flat.shape[0])])]))
+    count = int(round(float(first[-1].detach())))
+    mean = first[:-1] / count
+    centred = flat - mean
+    return mean, _AllReduceSum.apply(centred.T @ centred) / count, count
+
+
+@functools.cache
+def _sync_moments_class(base: type) -> type:
+    def batch_moments(self, flat):
+        if self.training and _world() > 1:
+            return global_moments(flat)
+        return base.batch_moments(self, flat)
+
+    return type(f"Global{base.__name__}", (base,), {"batch_moments": batch_moments, "__module__": __name__})
+
+
 def convert_sync_batchnorm(model: nn.Module) -> nn.Module:
     """Make every BatchNorm layer of ``model`` use global-batch statistics under DDP (in place;
-    parameter and buffer names are unchanged, so checkpoints load either way). Returns ``model``."""
+    parameter and buffer names are unchanged, so checkpoints load either way). Returns ``model``.
+
+    Besides torch's BatchNorm layers this converts modules that compute their batch statistics
+    through a ``batch_moments(flat) -> (mean, cov, count)`` method (the primary capsules' branch
+    BatchNorms, :class:`pointabstract.nn.PrimaryPointCapsules`): under DDP it returns the
+    moments of every process's rows."""
     for module in model.modules():
-        converted = type(module).__name__.startswith("Global")
-        if isinstance(module, nn.modules.batchnorm._BatchNorm) and not converted:
+        if type(module).__name__.startswith("Global"):
+            continue
+        if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.__class__ = _sync_class(type(module))
+        elif callable(getattr(type(module), "batch_moments", None)):
+            module.__class__ = _sync_moments_class(type(module))
     return model

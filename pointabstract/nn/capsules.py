@@ -130,19 +130,24 @@ class PrimaryPointCapsules(nn.Module):
             out.append(z.argmax(-1))
         return torch.cat(out, 1)
 
+    def batch_moments(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Mean (C,), covariance (C, C) and count S of the rows of ``flat`` (S, C): the shared
+        features every branch BatchNorm's batch statistics are computed from. Under DDP with
+        ``sync_bn`` (:func:`pointabstract.engine.sync_bn.convert_sync_batchnorm`) they are the
+        moments of every process's rows instead."""
+        mean = flat.mean(0)
+        centred = flat - mean
+        return mean, centred.T @ centred / flat.shape[0], flat.shape[0]
+
     def _stats(self, h: torch.Tensor):
         """BatchNorm mean and variance (D, P) of every branch channel (batch statistics in
         training mode, updating the running ones; running statistics in eval mode)."""
         if not self.training:
             return self.running_mean, self.running_var
-        flat = h.reshape(-1, h.shape[-1])  # (B N, C)
-        mean_h = flat.mean(0)
-        centred = flat - mean_h
-        cov = centred.T @ centred / flat.shape[0]  # (C, C)
+        mean_h, cov, count = self.batch_moments(h.reshape(-1, h.shape[-1]))
         mean = self.weight @ mean_h + self.bias  # (D, P)
         var = ((self.weight @ cov) * self.weight).sum(-1)  # (D, P) diag(W cov W^T)
         with torch.no_grad():
-            count = flat.shape[0]
             unbiased = var * count / max(count - 1, 1)
             self._batches += 1
             weight = self.momentum if self.momentum is not None else 1.0 / self._batches

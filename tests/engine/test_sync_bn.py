@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from pointabstract.engine.sync_bn import convert_sync_batchnorm, global_batch_norm
+from pointabstract.engine.sync_bn import convert_sync_batchnorm, global_batch_norm, global_moments
 from pointabstract.engine.trainer import ShardSampler
-from pointabstract.nn import PointBatchNorm
+from pointabstract.nn import PointBatchNorm, PrimaryPointCapsules
 
 
 @pytest.fixture
@@ -73,3 +73,65 @@ def test_process_batches_make_up_the_global_batches(n, batch, world):
         assert sorted(sum(parts, [])) == sorted(order[step * batch : (step + 1) * batch])
     dropped = n % batch if 0 < n % batch < world else 0
     assert sum(len(s) for shard in shards for s in shard) == n - dropped
+
+
+def _capsules(seed=0):
+    torch.manual_seed(seed)
+    module = PrimaryPointCapsules(6, 4, hidden=(8, 12)).double().train()
+    with torch.no_grad():  # BatchNorm scales of both signs (the max-pool point search flips for < 0)
+        module.bn_weight.uniform_(-1.5, 1.5)
+    return module
+
+
+def _capsule_batch():
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(6, 20, 3, generator=g, dtype=torch.float64) * 2 + 0.5, \
+        torch.randn(6, 6, 4, generator=g, dtype=torch.float64)
+
+
+def _capsule_worker(rank: int, world: int, store: str, out: str) -> None:
+    torch.distributed.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        module = convert_sync_batchnorm(_capsules())
+        pos, weights = _capsule_batch()
+        part = slice(rank * len(pos) // world, (rank + 1) * len(pos) // world)  # this process's shapes
+        u = module(pos[part])
+        (u * weights[part]).sum().backward()
+        grads = {name: p.grad.clone() for name, p in module.named_parameters()}
+        for g in grads.values():  # summed over processes (DDP averages; the loss here is a sum)
+            torch.distributed.all_reduce(g)
+        torch.save({"u": u.detach(), "grads": grads, "buffers": dict(module.named_buffers())}, f"{out}/{rank}.pt")
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_primary_capsule_batch_norms_use_the_global_batch_under_ddp(tmp_path):
+    """Two gloo processes, each with half the shapes, give the one-process outputs, gradients and
+    running statistics of the whole batch (the shared MLP's BatchNorms and the branch BatchNorms)."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_capsule_worker, args=(2, str(tmp_path / "store"), str(tmp_path)), nprocs=2)
+    module = _capsules()
+    pos, weights = _capsule_batch()
+    u = module(pos)
+    (u * weights).sum().backward()
+    parts = [torch.load(tmp_path / f"{rank}.pt") for rank in range(2)]
+    torch.testing.assert_close(torch.cat([p["u"] for p in parts]), u.detach(), rtol=1e-10, atol=1e-12)
+    for name, p in module.named_parameters():
+        for part in parts:
+            torch.testing.assert_close(part["grads"][name], p.grad, rtol=1e-9, atol=1e-11, msg=name)
+    for name, b in module.named_buffers():
+        for part in parts:
+            torch.testing.assert_close(part["buffers"][name], b, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_primary_capsules_are_converted_and_unchanged_in_one_process(one_process_group):
+    module = _capsules()
+    converted = convert_sync_batchnorm(_capsules())
+    assert type(converted).__name__ == "GlobalPrimaryPointCapsules"
+    assert isinstance(converted, PrimaryPointCapsules) and list(converted.state_dict()) == list(module.state_dict())
+    pos, _ = _capsule_batch()
+    torch.testing.assert_close(converted(pos), module(pos))
+    flat = torch.randn(30, 5, dtype=torch.float64)  # the global moments of one process: the local ones
+    for ours, ref in zip(global_moments(flat), module.batch_moments(flat)):
+        torch.testing.assert_close(torch.as_tensor(ours), torch.as_tensor(ref))
