@@ -11,8 +11,9 @@ A state class offers: ``KEYMAP`` (token -> (GLFW code, what it does)), ``TITLE``
 ``from_args(session, args)`` (the state ``pointabstract view`` asks for), ``press(key) -> status``,
 ``status()``, ``scene()`` (drawables under ``.geometries``), ``panel_scenes()`` and
 ``panel_camera()`` (the ``--png`` panels and the camera they share, None: each panel fitted on
-its own) and ``screenshot_name(number)``; ``P`` (pick a point) is offered by the classification
-state alone.
+its own), ``panel_titles()`` (one per panel), ``session`` (``.config.model``, ``.checkpoint``),
+``sample`` (``.title``) and ``screenshot_name(number)``; ``P`` (pick a point) is offered by the
+classification state alone.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..ops import farthest_point_sample, knn
 from .capsule_app import CapsuleViewerState
 from .colors import GREY, ScalarLegend, class_palette, label_colors, part_palette, scalar_colors
 from .loading import ViewSession
+from .panel_titles import neighbourhood_titles
 from .render import Camera, scene_points
 from .scenes import LAYOUTS, NeighbourhoodScene, default_k, neighbourhood_scene
 
@@ -209,11 +211,17 @@ class ViewerState:
             return fc, xc, legend
         return GREY, None, None
 
+    def panel_layouts(self) -> tuple[str, ...]:
+        """The shown layout's panels, left to right (``side_by_side``: ``feature``, then ``xyz``)."""
+        return ("feature", "xyz") if self.layout == "side_by_side" else (self.layout,)
+
     def panel_scenes(self, *, point_size: float = 7.0) -> list[NeighbourhoodScene]:
-        """The shown layout as separate single-panel scenes, left to right (``side_by_side``: the
-        feature panel, then the 3D panel), for rendering each panel on its own."""
-        layouts = ("feature", "xyz") if self.layout == "side_by_side" else (self.layout,)
-        return [self.scene(point_size=point_size, layout=layout) for layout in layouts]
+        """The :meth:`panel_layouts` as separate single-panel scenes, for rendering each on its own."""
+        return [self.scene(point_size=point_size, layout=layout) for layout in self.panel_layouts()]
+
+    def panel_titles(self) -> list[str]:
+        """One title per panel of :meth:`panel_scenes` (:func:`~.panel_titles.neighbourhood_titles`)."""
+        return neighbourhood_titles(self)
 
     def panel_camera(self) -> None:
         """None: each ``--png`` panel gets its own fitted default camera."""

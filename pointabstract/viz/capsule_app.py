@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .capsule_scenes import COLORINGS, LAYOUTS, CapsuleScene, FramedCamera, capsule_scene, shared_camera
 from .capsule_view import CapsuleSession
+from .panel_titles import capsule_titles
 
 __all__ = ["KEYMAP", "CapsuleViewerState"]
 
@@ -103,11 +104,18 @@ class CapsuleViewerState:
         return capsule_scene(self.sample, coloring=self.coloring, capsule=self.capsule,
                              layout=self.layout if layout is None else layout, point_size=point_size)
 
+    def panel_layouts(self) -> tuple[str, ...]:
+        """The shown layout's panels, left to right (``side_by_side``: the input, then the reconstruction)."""
+        return ("input", "reconstruction") if self.layout == "side_by_side" else (self.layout,)
+
     def panel_scenes(self, *, point_size: float = 6.0) -> list[CapsuleScene]:
-        """The shown layout as single-panel scenes, left to right (the input, then the reconstruction),
-        to be drawn through :meth:`panel_camera`."""
-        layouts = ("input", "reconstruction") if self.layout == "side_by_side" else (self.layout,)
-        return [self.scene(point_size=point_size, layout=layout) for layout in layouts]
+        """The :meth:`panel_layouts` as single-panel scenes, to be drawn through :meth:`panel_camera`."""
+        return [self.scene(point_size=point_size, layout=layout) for layout in self.panel_layouts()]
+
+    def panel_titles(self) -> list[str]:
+        """One title per panel of :meth:`panel_scenes`: input or reconstruction, and what the
+        colours mean (:func:`~.panel_titles.capsule_titles`)."""
+        return capsule_titles(self)
 
     def panel_camera(self) -> FramedCamera:
         """The one camera of every panel: facing the input, framing input and reconstruction."""

@@ -62,7 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layout", help=f"panels shown; classification: {', '.join(LAYOUTS)}; autoencoder: "
                                          f"{', '.join(capsule_scenes.LAYOUTS)} (default side_by_side)")
     parser.add_argument("--png", type=Path, metavar="OUT",
-                        help="render the scene offscreen to this PNG instead of opening a window")
+                        help="render the scene offscreen to this PNG instead of opening a window: each "
+                             "panel titled (what it shows, what its colours mean; under about 245 "
+                             "pixels high: the panels alone)")
     parser.add_argument("--figure", type=Path, metavar="OUT",
                         help="write the report figure instead, 3 samples from --index on: classification: "
                              "3 query points each, feature-space vs 3D-space panels; autoencoder: the input, "
@@ -167,11 +169,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _panels_png(state, path: Path, *, width: int, height: int) -> Path:
-    from .render import render_panels_png
+    """The state's panels drawn separately, each under its title, the sample's title beside them,
+    ``"<model> (<checkpoint>)"`` above (:func:`~.figure_compose.titled_panels_png`)."""
+    from .figure_compose import titled_panels_png
+    from .panel_titles import figure_title
 
-    scenes = state.panel_scenes()  # side by side: the panels drawn separately, then joined
-    return render_panels_png([s.geometries for s in scenes], path, width=width, height=height,
-                             legend=scenes[0].legend, camera=state.panel_camera())
+    scenes = state.panel_scenes()
+    return titled_panels_png([s.geometries for s in scenes], state.panel_titles(), path, width=width,
+                             height=height, row_label=state.sample.title, title=figure_title(state.session),
+                             camera=state.panel_camera(), legend=scenes[0].legend)
 
 
 def show_state(state, args: argparse.Namespace, keys: list[str] | None, render_png) -> int:

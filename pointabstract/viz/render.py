@@ -21,8 +21,8 @@ import numpy as np
 from .backends import BACKENDS, RenderError, backend_chain, give_up, open_backend, start_xvfb
 from .colors import BACKGROUND, ScalarLegend, legend_image
 
-__all__ = ["BACKENDS", "Camera", "PNG_BACKEND_KEY", "RenderError", "Renderer", "png_backend",
-           "render_panels_png", "render_png", "save_png", "scene_points", "start_xvfb"]
+__all__ = ["BACKENDS", "Camera", "PNG_BACKEND_KEY", "RenderError", "Renderer", "legend_width",
+           "png_backend", "render_panels_png", "render_png", "save_png", "scene_points", "start_xvfb"]
 
 PNG_BACKEND_KEY = "pointabstract:backend"  # PNG text chunk naming the backend(s) that drew the image
 
@@ -158,7 +158,7 @@ class Renderer:
         if isinstance(panels, dict) or not isinstance(panels, (list, tuple)) or not panels:
             raise ValueError(f"panels must be a non-empty list of drawable lists, got "
                              f"{type(panels).__name__}")
-        bar = legend_image(legend, width=min(110, self.width // 4), height=self.height) if legend else None
+        bar = legend_image(legend, width=legend_width(self.width), height=self.height) if legend else None
         free = self.width - (0 if bar is None else bar.shape[1])
         widths = [free // len(panels) + (1 if i < free % len(panels) else 0) for i in range(len(panels))]
         if min(widths) < 16:
@@ -220,6 +220,11 @@ class Renderer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def legend_width(width: int) -> int:
+    """Pixels of the colour bar right of panels ``width`` pixels wide in all: 110, a quarter at most."""
+    return min(110, width // 4)
 
 
 def render_png(geometries, path: str | Path, *, width: int = 800, height: int = 600,

@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from .segmentation_scenes import LAYOUTS, SegPanel, segmentation_panels, side_by_side
 from .segmentation_view import SegSession
 
@@ -165,19 +163,20 @@ def render_state_png(state: SegViewerState, path: str | Path, *, width: int = 12
                      backend: str = "auto") -> Path:
     """The state's panels (one camera), titled, with the part legend, as one PNG that fits within
     ``width`` x ``height`` pixels (square panels as large as the titles leave room for)."""
-    from .figure_compose import compose_figure
-    from .render import Renderer, save_png
+    from .figure_compose import TITLE_SPACE, titled_row_png
+    from .panel_titles import figure_title
     from .segmentation_figures import segmentation_images
 
     columns = len(state.panels()) + 1  # + the legend
-    size = int(max(64, min(height - 125, width // columns)))  # compose_figure adds ~125 px of titles
-    with Renderer(size, size, backend=backend) as renderer:
+    size = int(max(64, min(height - TITLE_SPACE, width // columns)))
+
+    def draw(renderer):
         images, titles, _ = segmentation_images([state.sample], levels=[state.level], layout=state.layout,
                                                 renderer=renderer)
-    title = f"{state.session.config.model} ({state.session.checkpoint.name})"
-    image = compose_figure(images, titles, [state.sample.title], title=title)
-    return save_png(np.ascontiguousarray(image), path, backends=renderer.backends_used,
-                    fallbacks=renderer.fallbacks)
+        return images[0], titles[0]
+
+    return titled_row_png(path, draw, panel=(size, size), row_label=state.sample.title,
+                          title=figure_title(state.session), backend=backend)
 
 
 def _refuse_classification_options(args: argparse.Namespace) -> None:

@@ -26,6 +26,40 @@ def test_png_renders_the_scene_without_a_display(o3d, tiny_run, tmp_path, capsys
     assert "sample #2: predicted" in out and "block 3 (6 points) | K = 3" in out and "wrote" in out
 
 
+def _spy_compose(monkeypatch) -> list:
+    """Record the arguments of every compose_figure call (which still draws)."""
+    from pointabstract.viz import figure_compose
+
+    calls, real = [], figure_compose.compose_figure
+    monkeypatch.setattr(figure_compose, "compose_figure", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
+    return calls
+
+
+def test_png_panels_are_titled_within_the_requested_size(o3d, tiny_run, tmp_path, capsys, monkeypatch):
+    from pointabstract.viz.render import png_backend
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    calls = _spy_compose(monkeypatch)
+    code, out, err = _run(capsys, tiny_run[0], "--index", 2, "--block", 1, "--k", 5, "--png", tmp_path / "v.png",
+                          "--width", 640, "--height", 360)
+    assert code == 0, err
+    assert Image.open(tmp_path / "v.png").size == (640, 360)
+    backend = png_backend(tmp_path / "v.png")
+    assert backend in ("offscreen", "legacy", "software") and f"drawn by the {backend} renderer" in out
+    ((images, titles, labels), kwargs), = calls
+    assert titles[0][0].startswith("feature-space neighbours (K = 5, block 1, 24 points)")
+    assert titles[0][1].startswith("3D neighbours (K = 5, block 1, 24 points)") and len(images[0]) == 2
+    assert labels == ["#2: predicted " + out.split("#2: predicted ")[1].split(" | ")[0]]  # the sample's title
+    assert kwargs["title"].endswith(" (last.pt)") and kwargs["title"].startswith("centroid_transformer")
+    calls.clear()
+    code, _, err = _run(capsys, tiny_run[0], "--color", "distance", "--layout", "xyz", "--png", tmp_path / "d.png")
+    assert code == 0, err
+    assert Image.open(tmp_path / "d.png").size == (1280, 720)
+    ((images, titles, _), _), = calls
+    assert len(images[0]) == 2 and titles[0][1] == ""  # the 3D panel, then the distance colour bar
+    assert "colour: 3D distance to the query" in titles[0][0]
+
+
 @pytest.mark.parametrize("extra,match", [
     (["--index", "12"], "index 12 is out of range: the test split"),
     (["--index", "-1"], "index -1 is out of range"),

@@ -45,6 +45,24 @@ def test_png_colours_and_figure_of_both_checkpoints(o3d, ae, tmp_path_factory, t
     assert (tmp_path / "fig5.png").is_file() and "wrote" in out  # shapes 14 and 15: the split ends there
 
 
+def test_png_of_an_autoencoder_titles_input_and_reconstruction(o3d, ae, tmp_path, capsys, monkeypatch):
+    from pointabstract.viz import figure_compose
+
+    calls, real = [], figure_compose.compose_figure
+    monkeypatch.setattr(figure_compose, "compose_figure", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
+    code, out, err = _run(capsys, ae[0], "--index", 1, "--capsule", 3, "--png", tmp_path / "c.png",
+                          "--width", 600, "--height", 320)
+    assert code == 0, err
+    assert Image.open(tmp_path / "c.png").size == (600, 320)
+    backend = png_backend(tmp_path / "c.png")
+    assert backend in ("offscreen", "legacy", "software") and f"drawn by the {backend} renderer" in out
+    ((images, titles, labels), kwargs), = calls
+    assert titles[0][0].startswith("input (64 points)\nred: the ") and "capsule 3's" in titles[0][0]
+    assert titles[0][1].startswith("reconstruction (64 points, CD ") and "red: what capsule 3 decodes" in titles[0][1]
+    assert labels[0].startswith("#1 ") and labels[0] in out  # the sample's title, as the status line says
+    assert kwargs["title"] == "capsule_ae_demo_ca (last.pt)"
+
+
 @pytest.mark.parametrize("extra,match", [
     (["--compare", "x.pt"], "--compare needs --figure OUT.png"),
     (["--block", "1"], "--block applies to classification checkpoints; "),
