@@ -25,7 +25,8 @@ import numpy as np
 
 from ..ops import farthest_point_sample, knn
 from .capsule_app import CapsuleViewerState
-from .colors import GREY, ScalarLegend, class_palette, label_colors, part_palette, scalar_colors
+from .colors import (GREY, ScalarLegend, class_palette, contrasting_highlight, label_colors, part_palette,
+                     scalar_colors)
 from .loading import ViewSession
 from .panel_titles import neighbourhood_titles
 from .render import Camera, scene_points
@@ -192,7 +193,13 @@ class ViewerState:
         context = self.sample.pos if pos.shape[0] < self.sample.pos.shape[0] else None
         return neighbourhood_scene(pos, feats, self.query, k=self.k, layout=layout, base_colors=base,
                                    xyz_base_colors=xyz_base, highlight=self.coloring != "distance",
-                                   context=context, point_size=point_size, legend=legend)
+                                   context=context, point_size=point_size, legend=legend,
+                                   highlight_color=contrasting_highlight(base)[1])
+
+    def highlight_name(self) -> str:
+        """The colour the neighbours are painted in, by name (red, unless the colouring's own
+        colours are close to it: :func:`~pointabstract.viz.colors.contrasting_highlight`)."""
+        return contrasting_highlight(self._base_colors(*self.points())[0])[0]
 
     def _base_colors(self, pos, feats) -> tuple[np.ndarray | tuple, np.ndarray | None, ScalarLegend | None]:
         m, ncls = pos.shape[0], len(self.session.class_names)

@@ -13,14 +13,18 @@ import numpy as np
 
 from ..data import NUM_PARTS, SHAPENET_PART, resolve_category
 
-__all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "QUERY", "ScalarLegend", "class_palette",
-           "label_colors", "legend_image", "part_legend", "part_palette", "scalar_colors"]
+__all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "HIGHLIGHTS", "QUERY", "ScalarLegend", "class_palette",
+           "contrasting_highlight", "label_colors", "legend_image", "part_legend", "part_palette", "scalar_colors"]
 
 GREY = (0.62, 0.62, 0.62)  # points that are not highlighted
 CONTEXT = (0.86, 0.86, 0.86)  # the input cloud drawn behind a block's points
 HIGHLIGHT = (0.86, 0.08, 0.08)  # the K neighbours of the query (red, as in the paper's Fig. 4)
 QUERY = (0.05, 0.25, 0.95)  # the query marker (blue: distinct from grey, red and white)
 BACKGROUND = (1.0, 1.0, 1.0)  # rendered PNGs
+# the neighbours' colour in order of preference, where the points around them are coloured by
+# class or part (red is the first class's and some categories' first part's colour)
+HIGHLIGHTS = {"red": HIGHLIGHT, "black": (0.05, 0.05, 0.05), "magenta": (0.9, 0.0, 0.9), "lime": (0.3, 1.0, 0.0)}
+_APART = 0.35  # RGB distance at which two colours of these points are told apart at a glance
 
 # 20 well-separated hues (Kelly / Glasbey-like, hand-ordered so neighbours in the list differ
 # strongly); longer palettes continue with lighter and darker variants of the same hues.
@@ -33,6 +37,24 @@ _BASE = np.array([
 ])
 # the six part hues: red, blue, green, orange, purple, cyan
 _PART_HUES = _BASE[[0, 2, 1, 3, 4, 9]]
+
+
+def contrasting_highlight(base) -> tuple[str, tuple[float, float, float]]:
+    """The colour (name, RGB) to highlight points with among points coloured ``base``.
+
+    Args:
+        base: one RGB colour or (M, 3) colours in [0, 1].
+
+    Returns:
+        The first of :data:`HIGHLIGHTS` (red first) at least 0.35 in RGB distance from every
+        colour of ``base`` and from the query marker's blue; if none is, the one farthest from
+        them.
+    """
+    others = np.concatenate([np.asarray(base, dtype=np.float64).reshape(-1, 3), [QUERY]])
+    apart = {name: float(np.linalg.norm(others - np.asarray(rgb), axis=1).min())
+             for name, rgb in HIGHLIGHTS.items()}
+    name = next((n for n, d in apart.items() if d >= _APART), max(apart, key=apart.get))
+    return name, HIGHLIGHTS[name]
 
 
 def class_palette(num_classes: int) -> np.ndarray:

@@ -5,7 +5,8 @@ shows and what its colours mean, read off the viewer state (never fixed numbers)
 :func:`capsule_titles` those of a :class:`~pointabstract.viz.capsule_app.CapsuleViewerState`
 (their ``panel_titles()``), one per panel of ``panel_scenes()``, in the same order. The colour
 words are those of :mod:`.colors` as :mod:`.scenes` and :mod:`.capsule_scenes` use them: the
-neighbours / the highlighted capsule red (``HIGHLIGHT``), the query a blue sphere (``QUERY``),
+neighbours / the highlighted capsule red (``HIGHLIGHT``; the neighbours in another colour of
+``HIGHLIGHTS`` where a class or part colouring is close to red), the query a blue sphere (``QUERY``),
 other points grey (``GREY``), the input cloud behind a block's points light grey (``CONTEXT``).
 """
 
@@ -32,12 +33,13 @@ def neighbourhood_titles(state) -> list[str]:
               "part": "other points: the colour of their part",
               "distance": ""}[state.coloring]
     context = f"light grey: the {n} input points" if m < n else ""
+    red = state.highlight_name()  # red, unless the class / part colours are close to it
     titles = []
     for layout in state.panel_layouts():
         head = "feature-space" if layout == "feature" else "3D"
         what = (f"colour: {head} distance to the query (blue sphere), scale on the bar"
                 if state.coloring == "distance" else
-                f"blue sphere: the query; red: its {state.k} nearest in {_SPACE[layout]} (itself included)")
+                f"blue sphere: the query; {red}: its {state.k} nearest in {_SPACE[layout]} (itself included)")
         rest = "; ".join(t for t in (others, context) if t)
         titles.append(f"{head} neighbours (K = {state.k}, block {state.block}, {m} points)\n{what}"
                       + (f"\n{rest}" if rest else ""))

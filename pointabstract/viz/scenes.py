@@ -153,7 +153,8 @@ class NeighbourhoodScene:
 def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str = "side_by_side",
                         base_colors=GREY, xyz_base_colors=None, highlight: bool = True,
                         context=None, context_colors=CONTEXT, gap: float = 0.25, side_direction=None,
-                        point_size: float = 7.0, legend: ScalarLegend | None = None) -> NeighbourhoodScene:
+                        point_size: float = 7.0, legend: ScalarLegend | None = None,
+                        highlight_color=HIGHLIGHT) -> NeighbourhoodScene:
     """Feature-space vs 3D-space neighbourhood of one query point (the paper's Fig. 4).
 
     Args:
@@ -166,7 +167,8 @@ def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str =
         base_colors: colour of the points that are not neighbours: one RGB colour or (M, 3).
         xyz_base_colors: the same for the 3D panel when it differs (e.g. a colouring by the
             distance to the query in each space); default ``base_colors``.
-        highlight: paint the neighbours in red (off for scalar colourings that show them anyway).
+        highlight: paint the neighbours in ``highlight_color`` (off for scalar colourings that
+            show them anyway).
         context: (N, 3) optional input cloud drawn smaller behind each panel.
         context_colors: its colour: one RGB colour (default light grey) or (N, 3), e.g. faint parts.
         gap: space between the panels, as a fraction of the cloud's width.
@@ -175,6 +177,8 @@ def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str =
             copies sit at the same depth and look alike).
         point_size: rendered size of the block's points in pixels (context: half of it).
         legend: what ``base_colors`` encode, when they encode a scalar.
+        highlight_color: the neighbours' RGB colour (default red; see
+            :func:`~pointabstract.viz.colors.contrasting_highlight` for class / part colourings).
 
     Returns:
         A :class:`NeighbourhoodScene`; ``feature_idx`` equals ``knn(features[query], features, k)``.
@@ -202,7 +206,7 @@ def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str =
     scene = NeighbourhoodScene([], query, f_idx, x_idx, offset=offset, legend=legend)
     for name in shown:
         idx, panel_base, shift = panels[name]
-        colors = highlight_colors(m, idx if highlight else [], base=panel_base)
+        colors = highlight_colors(m, idx if highlight else [], base=panel_base, color=highlight_color)
         scene.colors[name] = colors
         if ctx is not None:
             cloud = point_cloud(ctx + shift, context_colors)

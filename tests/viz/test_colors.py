@@ -4,9 +4,13 @@ import torch
 
 from pointabstract.data import NUM_PARTS, SHAPENET_PART
 from pointabstract.viz.colors import (
+    GREY,
     HIGHLIGHT,
+    HIGHLIGHTS,
+    QUERY,
     ScalarLegend,
     class_palette,
+    contrasting_highlight,
     label_colors,
     legend_image,
     part_legend,
@@ -84,3 +88,21 @@ def test_legend_image_is_an_rgb_colour_bar_of_the_requested_size():
     assert tuple(np.round(np.array(HIGHLIGHT) * 255)) not in set(map(tuple, img.reshape(-1, 3)))
     with pytest.raises(ValueError, match="legend needs width >= 40"):
         legend_image(ScalarLegend("magma", 0, 1), width=10)
+
+
+def test_the_highlight_is_red_unless_the_points_around_it_are_close_to_red():
+    assert contrasting_highlight(GREY) == ("red", HIGHLIGHT)
+    assert contrasting_highlight(class_palette(3)[1]) == ("red", HIGHLIGHT)  # green
+    assert contrasting_highlight(class_palette(3)[0]) == ("black", HIGHLIGHTS["black"])  # crimson: 0.21 from red
+    # a part colouring holding red and black: the next colour far from both, and from the query's blue
+    assert contrasting_highlight(np.array([HIGHLIGHT, (0.1, 0.1, 0.1), GREY])) == ("magenta", HIGHLIGHTS["magenta"])
+    # every category's parts get a highlight 0.35 or more away from all of them
+    palette = part_palette()
+    for category in SHAPENET_PART:
+        colours = palette[list(category.parts)]
+        _, rgb = contrasting_highlight(colours)
+        assert np.linalg.norm(colours - np.asarray(rgb), axis=1).min() >= 0.35, category.name
+    # nothing far enough: the farthest
+    crowd = np.array([rgb for rgb in HIGHLIGHTS.values()] + [QUERY])
+    name, _ = contrasting_highlight(crowd)
+    assert name in HIGHLIGHTS

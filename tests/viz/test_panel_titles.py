@@ -77,3 +77,16 @@ def test_capsule_titles_say_input_or_reconstruction_and_what_is_highlighted(o3d,
 def test_figure_title_names_the_model_and_the_checkpoint(session, ae):
     assert figure_title(session) == f"{session.config.model} (last.pt)"
     assert figure_title(ae) == f"{ae.config.model} (last.pt)" and "capsule_ae" in figure_title(ae)
+
+
+def test_neighbours_of_a_red_class_are_drawn_and_titled_black(session):
+    from pointabstract.viz.colors import HIGHLIGHT, HIGHLIGHTS
+
+    index = next(i for i in range(len(session)) if session.sample(i).label == 0)  # class 0: crimson
+    state = ViewerState(session, index=index, block=1, k=4, coloring="true", layout="xyz")
+    scene = state.scene()
+    assert np.allclose(scene.colors["xyz"][scene.xyz_idx], HIGHLIGHTS["black"])
+    assert "black: its 4 nearest in 3D" in state.panel_titles()[0]
+    state = ViewerState(session, index=index, block=1, k=4, coloring="neighbours", layout="xyz")
+    assert np.allclose(state.scene().colors["xyz"][state.scene().xyz_idx], HIGHLIGHT)
+    assert "red: its 4 nearest in 3D" in state.panel_titles()[0]
