@@ -10,7 +10,7 @@
   how often feature-space vs 3D neighbours share a point's part (the figure's numbers).
 - :mod:`.capsule_view`, :mod:`.capsule_scenes`, :mod:`.capsule_app`, :mod:`.capsule_figures`: the
   same for capsule autoencoders: input vs reconstruction by latent capsule, the Fig. 5 figure.
-- :mod:`.app` / :mod:`.cli`: the interactive viewer and ``pointabstract view``;
+- :mod:`.app` / :mod:`.window` / :mod:`.cli`: the viewer states, its Open3D window and ``pointabstract view``;
   :mod:`.panel_titles` (what each ``--png`` panel shows, from the state) and
   :mod:`.figure_compose` (panels joined under their titles) make its titled PNGs.
 - :mod:`.segmentation_view` (loading, tree clusters), :mod:`.segmentation_scenes` (panels),

@@ -13,8 +13,9 @@ import numpy as np
 
 from ..data import NUM_PARTS, SHAPENET_PART, resolve_category
 
-__all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "HIGHLIGHTS", "QUERY", "ScalarLegend", "class_palette",
-           "contrasting_highlight", "label_colors", "legend_image", "part_legend", "part_palette", "scalar_colors"]
+__all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "HIGHLIGHTS", "QUERY", "ScalarLegend",
+           "class_palette", "contrasting_highlight", "label_colors", "legend_image", "part_legend",
+           "part_palette", "scalar_colors"]
 
 GREY = (0.62, 0.62, 0.62)  # points that are not highlighted
 CONTEXT = (0.86, 0.86, 0.86)  # the input cloud drawn behind a block's points
@@ -23,7 +24,8 @@ QUERY = (0.05, 0.25, 0.95)  # the query marker (blue: distinct from grey, red an
 BACKGROUND = (1.0, 1.0, 1.0)  # rendered PNGs
 # the neighbours' colour in order of preference, where the points around them are coloured by
 # class or part (red is the first class's and some categories' first part's colour)
-HIGHLIGHTS = {"red": HIGHLIGHT, "black": (0.05, 0.05, 0.05), "magenta": (0.9, 0.0, 0.9), "lime": (0.3, 1.0, 0.0)}
+HIGHLIGHTS = {"red": HIGHLIGHT, "black": (0.05, 0.05, 0.05), "magenta": (0.9, 0.0, 0.9),
+              "lime": (0.3, 1.0, 0.0)}
 _APART = 0.35  # RGB distance at which two colours of these points are told apart at a glance
 
 # 20 well-separated hues (Kelly / Glasbey-like, hand-ordered so neighbours in the list differ
