@@ -3,16 +3,18 @@
 :class:`ViewerState` holds what is shown of a classification run (sample, block, K, query
 point, colouring, layout) and builds the scene; it needs no window and is what the tests drive.
 :data:`STATES` names the state class of each task (the capsule autoencoder's is
-:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`). :func:`~pointabstract.viz.window.run_viewer`
+:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`, the part segmenter's
+:class:`~pointabstract.viz.segmentation_app.SegViewerState`). :func:`~pointabstract.viz.window.run_viewer`
 (re-exported here) opens an Open3D window on any of them.
 
 A state class offers: ``KEYMAP`` (token -> (GLFW code, what it does)), ``TITLE``,
 ``from_args(session, args)`` (the state ``pointabstract view`` asks for), ``press(key) -> status``,
-``status()``, ``scene()`` (drawables under ``.geometries``), ``panel_scenes()`` and
-``panel_camera()`` (the ``--png`` panels and the camera they share, None: each panel fitted on
-its own), ``panel_titles()`` (one per panel), ``session`` (``.config.model``, ``.checkpoint``),
-``sample`` (``.title``) and ``screenshot_name(number)``; ``P`` (pick a point) is offered by the
-classification state alone.
+``status()``, ``scene()`` (drawables under ``.geometries``), ``session`` (``.config.model``,
+``.checkpoint``), ``sample`` (``.title``) and ``screenshot_name(number)``; for the default
+``--png`` writer also ``panel_scenes()`` and ``panel_camera()`` (the panels and the camera they
+share, None: each panel fitted on its own) and ``panel_titles()`` (one per panel); a task with a
+writer of its own in ``cli.PNGS`` (part segmentation) needs none of those. ``P`` (pick a point)
+is offered by the classification state alone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .colors import (
 from .loading import ViewSession
 from .panel_titles import neighbourhood_titles
 from .scenes import LAYOUTS, NeighbourhoodScene, default_k, neighbourhood_scene
+from .segmentation_app import SegViewerState
 from .window import NO_DISPLAY, NoDisplayError, has_display, run_viewer
 from .window import key_help as window_key_help
 
@@ -243,6 +246,7 @@ class ViewerState:
 STATES: dict[str, type] = {
     "classification": ViewerState,
     "reconstruction": CapsuleViewerState,
+    "part_segmentation": SegViewerState,
 }
 
 

@@ -3,9 +3,12 @@
 What is shown depends on the checkpoint's task: a classification run shows feature-space vs 3D
 neighbourhoods (:class:`~pointabstract.viz.app.ViewerState`), a capsule autoencoder
 (``reconstruction``) its input, reconstruction and latent capsules
-(:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`). The per-task pieces are looked up
-by the run's task: the session (``loading.SESSIONS``), the window's state (``app.STATES``), the
-``--figure`` writer (:data:`FIGURES`) and the options only that task's runs take (:data:`OPTIONS`).
+(:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`), a part segmenter true vs predicted
+parts and its tree's clusters (:class:`~pointabstract.viz.segmentation_app.SegViewerState`). The
+per-task pieces are looked up by the run's task: the session (``loading.SESSIONS``), the window's
+state (``app.STATES``), the ``--figure`` writer (:data:`FIGURES`), the ``--png`` writer where it
+is not the default titled panels (:data:`PNGS`) and the options only that task's runs take
+(:data:`OPTIONS`). ``--context-pool BLOCK`` is a view of its own on any ContextPool model.
 
 Wired into the main CLI with ``add_parser(subparsers)``; also runnable on its own as
 ``python -m pointabstract.viz.cli CHECKPOINT ...`` (what ``viz/viewer.py`` calls).
@@ -21,7 +24,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-__all__ = ["FIGURES", "OPTIONS", "add_arguments", "add_parser", "build_parser", "main", "run"]
+__all__ = ["FIGURES", "OPTIONS", "PNGS", "add_arguments", "add_parser", "build_parser", "main", "run",
+           "show_state"]
 
 DESCRIPTION = textwrap.fill(
     "Show what a trained model groups together. Classification checkpoints: a query point's K nearest "
@@ -44,11 +48,12 @@ EPILOG = """examples:
 OPTIONS = {
     "classification": ("block", "k", "query"),
     "reconstruction": ("capsule", "compare"),
+    "part_segmentation": ("level",),
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from . import capsule_app, capsule_scenes
+    from . import capsule_app, capsule_scenes, segmentation_app, segmentation_scenes
     from .app import COLORINGS, KEYMAP
     from .scenes import LAYOUTS
 
@@ -60,7 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                          f"{COLORINGS[0]}); autoencoder: "
                                          f"{', '.join(capsule_scenes.COLORINGS)} (default capsule)")
     parser.add_argument("--layout", help=f"panels shown; classification: {', '.join(LAYOUTS)}; autoencoder: "
-                                         f"{', '.join(capsule_scenes.LAYOUTS)} (default side_by_side)")
+                                         f"{', '.join(capsule_scenes.LAYOUTS)} (default side_by_side); part "
+                                         f"segmentation: {', '.join(segmentation_scenes.LAYOUTS)} "
+                                         "(default all)")
     parser.add_argument("--png", type=Path, metavar="OUT",
                         help="render the scene offscreen to this PNG instead of opening a window: each "
                              "panel titled (what it shows, what its colours mean; under about 245 "
@@ -69,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the report figure instead, 3 samples from --index on: classification: "
                              "3 query points each, feature-space vs 3D-space panels; autoencoder: the input, "
                              "all capsules, capsules by part, then one panel per capsule (Centroid "
-                             "Transformers Fig. 5)")
+                             "Transformers Fig. 5); part segmentation: true | predicted parts | tree levels")
     cls = parser.add_argument_group("classification checkpoints")
     cls.add_argument("--block", type=int, help="block whose features are used (default: the second "
                                                "centroid-attention block, as in the paper)")
@@ -84,23 +91,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ae.add_argument("--compare", type=Path, metavar="CKPT",
                     help="with --figure: a second autoencoder checkpoint (e.g. dynamic routing vs centroid "
                          "attention) reconstructing the same shapes, one row per checkpoint")
+    seg = parser.add_argument_group("part-segmentation checkpoints")
+    seg.add_argument("--level", type=int, help="the tree level whose clusters are shown (1: smallest groups; "
+                                               "default: two below the root; window: [ / ])")
     parser.add_argument("--width", type=int, default=1280, help="window / PNG width in pixels")
     parser.add_argument("--height", type=int, default=720, help="window / PNG height in pixels")
     parser.add_argument("--keys", metavar="KEYS",
                         help=f"scripted run: press these space-separated keys one per frame, then close "
                              f"the window (classification: {' '.join(KEYMAP)}; autoencoder: "
-                             f"{' '.join(capsule_app.KEYMAP)})")
+                             f"{' '.join(capsule_app.KEYMAP)}; part segmentation: "
+                             f"{' '.join(segmentation_app.SEG_KEYMAP)})")
     parser.add_argument("--screenshot-dir", type=Path, default=Path("."), help="where S saves screenshots")
     parser.add_argument("--device", default="cpu", help="torch device of the model")
-    # --- context-pool (h-cpool) ---
     parser.add_argument("--context-pool", type=int, metavar="BLOCK", dest="context_pool",
                         help="instead: colour the points of ContextPool BLOCK (model.context_pool=true) by "
                              "pooling weight and support size")
-    # --- end context-pool ---
-    # --- part-segmentation checkpoints (pointabstract/viz/segmentation_app.py) ---
-    from .segmentation_app import add_arguments as add_segmentation_arguments
-
-    add_segmentation_arguments(parser)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -128,17 +133,6 @@ def run(args: argparse.Namespace) -> int:
     from .loading import load_session
     from .render import RenderError
 
-    # --- part-segmentation checkpoints: their own view (pointabstract/viz/segmentation_app.py) ---
-    from .segmentation_view import is_segmentation_checkpoint
-
-    if is_segmentation_checkpoint(args.checkpoint):
-        from .segmentation_app import run_segmentation
-
-        return run_segmentation(args)
-    if getattr(args, "level", None) is not None:
-        print("error: --level applies to part-segmentation checkpoints only", file=sys.stderr)
-        return 2
-    # --- end part segmentation ---
     keys = args.keys.split() if args.keys is not None else None
     try:
         known = {k for state in STATES.values() for k in state.KEYMAP}
@@ -149,10 +143,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--compare needs --figure OUT.png (the figure of both checkpoints)")
         if args.figure is not None:
             return _figure(args)
-        # --- context-pool (h-cpool) ---
         if args.context_pool is not None:
             return _context_pool(args)
-        # --- end context-pool ---
         if args.png is None and not has_display():  # say so before spending time on loading
             raise NoDisplayError(NO_DISPLAY)
         session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
@@ -162,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise ValueError(f"keys {unknown} are not in the key map of a {session.config.task} run "
                              f"{list(state.KEYMAP)}")
-        return show_state(state, args, keys, _panels_png)
+        return show_state(state, args, keys, PNGS.get(session.config.task, _panels_png))
     except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -239,14 +231,31 @@ def _capsule_figure(session, args: argparse.Namespace, indices: list[int]) -> Pa
                           device=args.device)
 
 
+def _segmentation_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
+    from .segmentation_figures import segmentation_figure
+
+    return segmentation_figure(session, args.figure, indices=indices,
+                               levels=None if args.level is None else [args.level])
+
+
+def _segmentation_png(state, path: Path, *, width: int, height: int) -> Path:
+    from .segmentation_app import render_state_png
+
+    return render_state_png(state, path, width=width, height=height)
+
+
 # task -> the --figure writer of its runs: (session, parsed arguments, sample indices) -> PNG path
 FIGURES = {
     "classification": _neighbourhood_figure,
     "reconstruction": _capsule_figure,
+    "part_segmentation": _segmentation_figure,
+}
+# task -> its --png writer where it is not the default (_panels_png: the state's titled panels)
+PNGS = {
+    "part_segmentation": _segmentation_png,
 }
 
 
-# --- context-pool (h-cpool) ---
 def _context_pool(args: argparse.Namespace) -> int:
     from .app import NO_DISPLAY, NoDisplayError, has_display
     from .context_pool_view import context_pool_png, context_pool_view, show_context_pool
@@ -261,7 +270,6 @@ def _context_pool(args: argparse.Namespace) -> int:
     out = context_pool_png(view, args.png, width=args.width, height=args.height)
     print(f"wrote {out}: ContextPool {view.block}, {len(view.pos)} points, weight | size")
     return 0
-# --- end context-pool ---
 
 
 def main(argv: list[str] | None = None) -> int:

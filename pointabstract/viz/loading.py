@@ -5,7 +5,9 @@ flat config saved in the checkpoint, the task's dataset (test split, no augmenta
 first ``num_points`` points), the task's model arguments, then the saved weights.
 :data:`SESSIONS` then wraps the restored run in its task's session: a classification run in a
 :class:`ViewSession` (one sample's prediction and per-block features), a reconstruction run in
-a :class:`~pointabstract.viz.capsule_view.CapsuleSession` (input, reconstruction, capsules).
+a :class:`~pointabstract.viz.capsule_view.CapsuleSession` (input, reconstruction, capsules), a
+part-segmentation run in a :class:`~pointabstract.viz.segmentation_view.SegSession` (true and
+predicted parts, the tree).
 """
 
 from __future__ import annotations
@@ -128,11 +130,18 @@ def _capsule_session(run):
     return CapsuleSession.from_restored(run)
 
 
+def _segmentation_session(run):
+    from .segmentation_view import SegSession
+
+    return SegSession.from_restored(run)
+
+
 # task -> the viewer's session of its runs, built from the restored run (engine.restored.Restored);
 # the viewer state (app.STATES) and the --figure writer (cli.FIGURES) are keyed on the same names
 SESSIONS: dict[str, Callable] = {
     "classification": _classification_session,
     "reconstruction": _capsule_session,
+    "part_segmentation": _segmentation_session,
 }
 
 
@@ -150,7 +159,8 @@ def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None,
             figure); None: any task of :data:`SESSIONS`.
 
     Returns:
-        A :class:`ViewSession` for classification runs, a ``CapsuleSession`` for reconstruction.
+        A :class:`ViewSession` for classification runs, a ``CapsuleSession`` for reconstruction,
+        a ``SegSession`` for part segmentation.
 
     Raises:
         FileNotFoundError: no such checkpoint, or no dataset at the root.

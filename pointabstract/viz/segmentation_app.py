@@ -1,8 +1,9 @@
-"""``pointabstract view`` on a part-segmentation checkpoint: state, keys, window, ``--png``, ``--figure``.
+"""``pointabstract view`` on a part-segmentation checkpoint: the state, its keys and its ``--png``.
 
 :class:`SegViewerState` holds what is shown (shape, tree level, layout) and builds the panels; it
-needs no window and is what the tests drive. The window is the classification viewer's
-(:func:`pointabstract.viz.app.run_viewer`), which takes the state's :data:`SEG_KEYMAP`.
+needs no window and is what the tests drive. It is ``app.STATES["part_segmentation"]``: the view
+command, the window (:func:`pointabstract.viz.window.run_viewer`, with :data:`SEG_KEYMAP`) and
+the ``--figure`` writer reach it through the same per-task tables as the other tasks' views.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from .segmentation_scenes import LAYOUTS, SegPanel, segmentation_panels, side_by_side
 from .segmentation_view import SegSession
 
-__all__ = ["SEG_KEYMAP", "SegScene", "SegViewerState", "run_segmentation"]
+__all__ = ["SEG_KEYMAP", "SegScene", "SegViewerState", "render_state_png"]
 
 # key token -> (GLFW key code, what it does); letters are pressed without shift
 SEG_KEYMAP = {
@@ -58,6 +59,17 @@ class SegViewerState:
         if level is not None:
             self.sample.clusters_at(level)  # validates it
         self.level = self._default_level() if level is None else int(level)
+
+    @classmethod
+    def from_args(cls, session: SegSession, args: argparse.Namespace) -> SegViewerState:
+        """The state ``pointabstract view`` asks for (``--index``, ``--level``, ``--layout``);
+        ``--color`` is refused (the panels' colourings are fixed: parts, errors, clusters)."""
+        if getattr(args, "color", None) is not None:
+            raise ValueError("--color does not apply to a part-segmentation checkpoint (its panels show the "
+                             "true parts, the predicted parts and the tree's clusters; --layout "
+                             f"{'|'.join(LAYOUTS)} picks which)")
+        return cls(session, index=args.index, level=getattr(args, "level", None),
+                   layout=getattr(args, "layout", None) or "all")
 
     def _default_level(self) -> int:
         from .segmentation_figures import default_levels
@@ -110,55 +122,6 @@ class SegViewerState:
                 f"{s.tree_note()}) | layout {self.layout}{notes}")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options only part-segmentation checkpoints take."""
-    parser.add_argument("--level", type=int,
-                        help="part-segmentation checkpoints (true vs predicted parts, tree clusters; window "
-                             f"keys: {' '.join(SEG_KEYMAP)}): the tree level whose clusters are shown "
-                             "(1: smallest groups; default: two below the root)")
-
-
-def run_segmentation(args: argparse.Namespace) -> int:
-    """``pointabstract view`` on a part-segmentation checkpoint: the window, ``--png`` or ``--figure``.
-
-    Options of the classification viewer that mean nothing here (``--block``, ``--k``,
-    ``--query``, ``--color``, ``--layout`` other than the default) are refused.
-    Returns the exit code; user errors are one ``error:`` line and code 2.
-    """
-    import sys
-
-    from ..engine import MissingDatasetError
-    from .app import NO_DISPLAY, NoDisplayError, has_display
-    from .cli import show_state
-    from .render import RenderError
-
-    keys = args.keys.split() if getattr(args, "keys", None) is not None else None
-    try:
-        _refuse_classification_options(args)
-        unknown = [k for k in keys or [] if k not in SEG_KEYMAP]
-        if unknown:
-            raise ValueError(f"keys {unknown} are not in the segmentation key map {list(SEG_KEYMAP)}")
-        if args.png is None and args.figure is None and not has_display():
-            raise NoDisplayError(NO_DISPLAY)
-        from .segmentation_view import load_seg_session
-
-        session = load_seg_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
-        level = getattr(args, "level", None)
-        if args.figure is not None:
-            from .segmentation_figures import segmentation_figure
-
-            indices = [i for i in range(args.index, args.index + 3) if i < len(session)] or [args.index]
-            out = segmentation_figure(session, args.figure, indices=indices,
-                                      levels=None if level is None else [level])
-            print(f"wrote {out}")
-            return 0
-        state = SegViewerState(session, index=args.index, level=level)
-        return show_state(state, args, keys, render_state_png)
-    except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-
-
 def render_state_png(state: SegViewerState, path: str | Path, *, width: int = 1280, height: int = 720,
                      backend: str = "auto") -> Path:
     """The state's panels (one camera), titled, with the part legend, as one PNG that fits within
@@ -177,14 +140,3 @@ def render_state_png(state: SegViewerState, path: str | Path, *, width: int = 12
 
     return titled_row_png(path, draw, panel=(size, size), row_label=state.sample.title,
                           title=figure_title(state.session), backend=backend)
-
-
-def _refuse_classification_options(args: argparse.Namespace) -> None:
-    for option in ("block", "k", "query"):
-        if getattr(args, option, None) is not None:
-            raise ValueError(f"--{option} does not apply to a part-segmentation checkpoint (its view shows "
-                             "true vs predicted parts and the tree's clusters; see --level)")
-    for option in ("color", "layout"):
-        if getattr(args, option, None) is not None:
-            raise ValueError(f"--{option} does not apply to a part-segmentation checkpoint (keys switch "
-                             "its layout in the window)")

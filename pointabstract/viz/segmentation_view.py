@@ -32,7 +32,7 @@ from ..data import SHAPENET_PART
 from ..engine.config import RunConfig
 from ..ops import build_tree
 
-__all__ = ["SegSample", "SegSession", "is_segmentation_checkpoint", "load_seg_session", "tree_clusters"]
+__all__ = ["SegSample", "SegSession", "load_seg_session", "tree_clusters"]
 
 TASK = "part_segmentation"
 DEFAULT_BRANCHING, DEFAULT_LEAF_SIZE = 4, 16  # SequoiaSegConfig's defaults
@@ -188,18 +188,6 @@ class SegSession:
                               leaf_size=getattr(cfg, "leaf_size", DEFAULT_LEAF_SIZE))
         part = np.asarray(item["part"], dtype=np.int64) if item.get("part") is not None else None
         return SegSample(int(index), pos, int(category[0]), pred, tree_clusters(tree), from_model, part=part)
-
-
-def is_segmentation_checkpoint(path: str | Path) -> bool:
-    """Whether ``path`` is a readable trainer checkpoint of a part-segmentation run (False for
-    anything else, unreadable files included: the caller's own loading then reports those)."""
-    from ..engine.checkpoint import load_checkpoint
-    from ..engine.config import upgrade_flat
-
-    try:
-        return upgrade_flat(dict(load_checkpoint(path)["config"])).get("task") == TASK
-    except Exception:  # noqa: BLE001 - any failure means "not one": the normal path explains it
-        return False
 
 
 def load_seg_session(checkpoint: str | Path, *, data_root: str | Path | None = None, split: str = "test",

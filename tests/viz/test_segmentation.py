@@ -18,7 +18,6 @@ from pointabstract.viz.segmentation_app import SEG_KEYMAP, SegViewerState
 from pointabstract.viz.segmentation_scenes import WRONG, cluster_colors, legend_entries, segmentation_panels
 from pointabstract.viz.segmentation_view import (
     SegSample,
-    is_segmentation_checkpoint,
     load_seg_session,
     tree_clusters,
 )
@@ -173,12 +172,13 @@ def test_checkpoint_kind_and_refused_options(seg_runs, tmp_path, capsys):
     from pointabstract.cli import main
 
     ckpt = seg_runs["sequoia_seg"]
-    assert is_segmentation_checkpoint(ckpt) and not is_segmentation_checkpoint(tmp_path / "missing.pt")
     out = str(tmp_path / "x.png")
-    for extra, message in ((["--k", "5"], "--k does not apply to a part-segmentation"),
-                           (["--color", "part"], "--color does not apply"),
+    for extra, message in ((["--k", "5"], "--k applies to classification checkpoints; "),
+                           (["--capsule", "1"], "--capsule applies to reconstruction checkpoints; "),
+                           (["--color", "part"], "--color does not apply to a part-segmentation checkpoint"),
+                           (["--layout", "xyz"], "layout must be one of ['all', 'parts', 'tree']"),
                            (["--level", "99"], r"level must be an int in \[1, "),
-                           (["--keys", "N"], r"keys \['N'\] are not in the segmentation key map")):
+                           (["--keys", "N"], r"keys \['N'\] are not in the key map of a part_segmentation run")):
         assert main(["view", str(ckpt), "--png", out, *extra]) == 2
         assert message.replace("\\", "") in capsys.readouterr().err.replace("\\", "") or \
             pytest.fail(f"{extra}: wrong message")
@@ -195,7 +195,7 @@ def test_figure_option_and_classification_checkpoints(seg_runs, tiny_run, tmp_pa
                  "--level", "2"]) == 0
     assert calls == [(16, tmp_path / "f.png", {"indices": [14, 15], "levels": [2]})]
     assert main(["view", str(tiny_run[0]), "--png", str(tmp_path / "c.png"), "--level", "1"]) == 2
-    assert "--level applies to part-segmentation checkpoints only" in capsys.readouterr().err
+    assert "--level applies to part_segmentation checkpoints; " in capsys.readouterr().err
 
 
 def test_cluster_palette():
@@ -246,3 +246,18 @@ def test_eval_report_and_view_png_headless(seg_runs, tmp_path):
         assert coloured.sum() > 200, png
     view = np.asarray(Image.open(tmp_path / "view.png"))
     assert view.shape[0] <= 400 and view.shape[1] <= 900
+
+
+def test_layout_option_picks_the_panels(seg_runs, tmp_path, capsys):
+    from PIL import Image
+
+    from pointabstract.cli import main
+
+    widths = {}
+    for layout in ("all", "parts"):
+        out = tmp_path / f"{layout}.png"
+        assert main(["view", str(seg_runs["sequoia_seg"]), "--png", str(out), "--layout", layout]) == 0
+        assert f"| layout {layout}" in capsys.readouterr().out
+        with Image.open(out) as image:
+            widths[layout] = image.size[0]
+    assert widths["parts"] < widths["all"]  # two panels (true | predicted) + the legend, not three
