@@ -22,6 +22,16 @@ def o3d():
     return open3d
 
 
+@pytest.fixture
+def compose_calls(monkeypatch) -> list:
+    """The (args, kwargs) of every compose_figure call (which still draws): what a titled PNG holds."""
+    from pointabstract.viz import figure_compose
+
+    calls, real = [], figure_compose.compose_figure
+    monkeypatch.setattr(figure_compose, "compose_figure", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
+    return calls
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
     """(checkpoint path, data root) of a 2-epoch tiny centroid transformer: blocks of 48, 24, 24, 6 points."""

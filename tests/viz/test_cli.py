@@ -4,6 +4,7 @@ import torch
 from PIL import Image
 
 from pointabstract.viz import cli
+from tests.helpers import check_png
 
 
 def _run(capsys, *argv):
@@ -26,26 +27,14 @@ def test_png_renders_the_scene_without_a_display(o3d, tiny_run, tmp_path, capsys
     assert "sample #2: predicted" in out and "block 3 (6 points) | K = 3" in out and "wrote" in out
 
 
-def _spy_compose(monkeypatch) -> list:
-    """Record the arguments of every compose_figure call (which still draws)."""
-    from pointabstract.viz import figure_compose
-
-    calls, real = [], figure_compose.compose_figure
-    monkeypatch.setattr(figure_compose, "compose_figure", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
-    return calls
-
-
-def test_png_panels_are_titled_within_the_requested_size(o3d, tiny_run, tmp_path, capsys, monkeypatch):
-    from pointabstract.viz.render import png_backend
-
+def test_png_panels_are_titled_within_the_requested_size(o3d, tiny_run, tmp_path, capsys, monkeypatch,
+                                                          compose_calls):
     monkeypatch.delenv("DISPLAY", raising=False)
-    calls = _spy_compose(monkeypatch)
+    calls = compose_calls
     code, out, err = _run(capsys, tiny_run[0], "--index", 2, "--block", 1, "--k", 5, "--png", tmp_path / "v.png",
                           "--width", 640, "--height", 360)
     assert code == 0, err
-    assert Image.open(tmp_path / "v.png").size == (640, 360)
-    backend = png_backend(tmp_path / "v.png")
-    assert backend in ("offscreen", "legacy", "software") and f"drawn by the {backend} renderer" in out
+    check_png(tmp_path / "v.png", (640, 360), out)
     ((images, titles, labels), kwargs), = calls
     assert titles[0][0].startswith("feature-space neighbours (K = 5, block 1, 24 points)")
     assert titles[0][1].startswith("3D neighbours (K = 5, block 1, 24 points)") and len(images[0]) == 2

@@ -14,6 +14,7 @@ from pointabstract.engine import restore
 from pointabstract.viz import cli, load_session
 from pointabstract.viz.colors import HIGHLIGHT
 from pointabstract.viz.render import png_backend
+from tests.helpers import check_png
 from tests.viz._capsule_runs import tiny_ae_run
 
 
@@ -45,18 +46,12 @@ def test_png_colours_and_figure_of_both_checkpoints(o3d, ae, tmp_path_factory, t
     assert (tmp_path / "fig5.png").is_file() and "wrote" in out  # shapes 14 and 15: the split ends there
 
 
-def test_png_of_an_autoencoder_titles_input_and_reconstruction(o3d, ae, tmp_path, capsys, monkeypatch):
-    from pointabstract.viz import figure_compose
-
-    calls, real = [], figure_compose.compose_figure
-    monkeypatch.setattr(figure_compose, "compose_figure", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
+def test_png_of_an_autoencoder_titles_input_and_reconstruction(o3d, ae, tmp_path, capsys, compose_calls):
     code, out, err = _run(capsys, ae[0], "--index", 1, "--capsule", 3, "--png", tmp_path / "c.png",
                           "--width", 600, "--height", 320)
     assert code == 0, err
-    assert Image.open(tmp_path / "c.png").size == (600, 320)
-    backend = png_backend(tmp_path / "c.png")
-    assert backend in ("offscreen", "legacy", "software") and f"drawn by the {backend} renderer" in out
-    ((images, titles, labels), kwargs), = calls
+    check_png(tmp_path / "c.png", (600, 320), out)
+    ((images, titles, labels), kwargs), = compose_calls
     assert titles[0][0].startswith("input (64 points)\nred: the ") and "capsule 3's" in titles[0][0]
     assert titles[0][1].startswith("reconstruction (64 points, CD ") and "red: what capsule 3 decodes" in titles[0][1]
     assert labels[0].startswith("#1 ") and labels[0] in out  # the sample's title, as the status line says
