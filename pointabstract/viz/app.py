@@ -36,7 +36,7 @@ from .loading import ViewSession
 from .panel_titles import neighbourhood_titles
 from .scenes import LAYOUTS, NeighbourhoodScene, default_k, neighbourhood_scene
 from .segmentation_app import SegViewerState
-from .window import NO_DISPLAY, NoDisplayError, has_display, run_viewer
+from .window import NO_DISPLAY, WINDOW_KEYS, NoDisplayError, has_display, run_viewer
 from .window import key_help as window_key_help
 
 __all__ = ["COLORINGS", "KEYMAP", "NO_DISPLAY", "STATES", "NoDisplayError", "ViewerState", "has_display",
@@ -56,8 +56,7 @@ KEYMAP = {
     "left": (263, "previous sample"),
     "C": (ord("C"), f"next colouring {COLORINGS}"),
     "V": (ord("V"), f"next layout {LAYOUTS}"),
-    "S": (ord("S"), "save a screenshot"),
-    "H": (ord("H"), "print this key map"),
+    **WINDOW_KEYS,
 }
 
 

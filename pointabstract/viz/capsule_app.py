@@ -12,6 +12,7 @@ from __future__ import annotations
 from .capsule_scenes import COLORINGS, LAYOUTS, CapsuleScene, FramedCamera, capsule_scene, shared_camera
 from .capsule_view import CapsuleSession
 from .panel_titles import capsule_titles
+from .window import WINDOW_KEYS
 
 __all__ = ["KEYMAP", "CapsuleViewerState"]
 
@@ -24,8 +25,7 @@ KEYMAP = {
     "left": (263, "previous sample"),
     "C": (ord("C"), f"next colouring {COLORINGS}"),
     "V": (ord("V"), f"next layout {LAYOUTS}"),
-    "S": (ord("S"), "save a screenshot"),
-    "H": (ord("H"), "print this key map"),
+    **WINDOW_KEYS,
 }
 
 

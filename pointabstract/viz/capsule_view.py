@@ -24,6 +24,7 @@ from ..data import NUM_PARTS, SHAPENET_PART
 from ..engine.config import RunConfig
 from ..engine.tasks.reconstruction import capsule_purity, reconstruction_scores
 from ..ops import knn
+from .loading import checked_item
 
 __all__ = ["ROUTING_NAMES", "CapsuleSample", "CapsuleSession", "part_name"]
 
@@ -137,11 +138,7 @@ class CapsuleSession:
 
     def item(self, index: int) -> dict:
         """The dataset's sample ``index`` (a dict of numpy arrays), index checked."""
-        n = len(self.dataset)
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
-            raise ValueError(f"index {index!r} is out of range: the {self.split} split of "
-                             f"{self.config.data.root} has {n} samples (0..{n - 1})")
-        return self.dataset[int(index)]
+        return checked_item(self, index)
 
     def sample(self, index: int) -> CapsuleSample:
         """Reconstruct sample ``index`` of the split."""

@@ -24,6 +24,7 @@ from ..engine.config import RunConfig
 from ..ops import knn
 from .scenes import default_block
 
+# checked_item and cloud_inputs serve the task sessions (capsule_view, segmentation_view), not users
 __all__ = ["SESSIONS", "SampleView", "ViewSession", "load_session"]
 
 
@@ -87,14 +88,8 @@ class ViewSession:
     @torch.no_grad()
     def sample(self, index: int) -> SampleView:
         """Run the model on sample ``index`` with ``return_features=True``."""
-        n = len(self.dataset)
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
-            raise ValueError(f"index {index!r} is out of range: the {self.split} split of "
-                             f"{self.config.data.root} has {n} samples (0..{n - 1})")
-        item = self.dataset[int(index)]
-        pos = torch.as_tensor(np.asarray(item["pos"]), dtype=torch.float32)
-        normal = item.get("normal") if self.config.data.use_normals else None
-        feats = None if normal is None else torch.as_tensor(np.asarray(normal), dtype=torch.float32)[None]
+        item = checked_item(self, index)
+        pos, feats = cloud_inputs(item, self.config)
         self.model.eval()
         try:
             out = self.model(pos[None].to(self.device), features=None if feats is None else
@@ -117,6 +112,25 @@ class ViewSession:
 
     def _name(self, c: int) -> str:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
+
+
+def checked_item(session, index: int, *, noun: str = "samples") -> dict:
+    """Sample ``index`` of ``session.dataset`` (a dict of numpy arrays), for any task's session
+    (``dataset``, ``split``, ``config``); an index outside the split is a ValueError naming the
+    split, its root and its size in ``noun``."""
+    n = len(session.dataset)
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
+        raise ValueError(f"index {index!r} is out of range: the {session.split} split of "
+                         f"{session.config.data.root} has {n} {noun} (0..{n - 1})")
+    return session.dataset[int(index)]
+
+
+def cloud_inputs(item: dict, config: RunConfig) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A dataset sample as model inputs: pos (N, 3) float32, and the normals as features
+    (1, N, 3) when the run trained with them (``data.use_normals``), else None."""
+    pos = torch.as_tensor(np.asarray(item["pos"]), dtype=torch.float32)
+    normal = item.get("normal") if config.data.use_normals else None
+    return pos, None if normal is None else torch.as_tensor(np.asarray(normal), dtype=torch.float32)[None]
 
 
 def _classification_session(run) -> ViewSession:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .segmentation_scenes import LAYOUTS, SegPanel, segmentation_panels, side_by_side
 from .segmentation_view import SegSession
+from .window import WINDOW_KEYS
 
 __all__ = ["SEG_KEYMAP", "SegScene", "SegViewerState", "render_state_png"]
 
@@ -23,8 +24,7 @@ SEG_KEYMAP = {
     "right": (262, "next shape"),
     "left": (263, "previous shape"),
     "V": (ord("V"), f"next layout {LAYOUTS} (all: true | predicted | tree level)"),
-    "S": (ord("S"), "save a screenshot"),
-    "H": (ord("H"), "print this key map"),
+    **WINDOW_KEYS,
 }
 
 

@@ -31,6 +31,7 @@ from torch import nn
 from ..data import SHAPENET_PART
 from ..engine.config import RunConfig
 from ..ops import build_tree
+from .loading import checked_item, cloud_inputs
 
 __all__ = ["SegSample", "SegSession", "load_seg_session", "tree_clusters"]
 
@@ -166,15 +167,9 @@ class SegSession:
         """Run the model on shape ``index`` with ``return_features=True``."""
         from ..engine.tasks.part_segmentation import restrict_to_category
 
-        n = len(self.dataset)
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
-            raise ValueError(f"index {index!r} is out of range: the {self.split} split of "
-                             f"{self.config.data.root} has {n} shapes (0..{n - 1})")
-        item = self.dataset[int(index)]
-        pos = torch.as_tensor(np.asarray(item["pos"]), dtype=torch.float32)
+        item = checked_item(self, index, noun="shapes")
+        pos, feats = cloud_inputs(item, self.config)
         category = torch.tensor([int(item["category"])], dtype=torch.int64)
-        normal = item.get("normal") if self.config.data.use_normals else None
-        feats = None if normal is None else torch.as_tensor(np.asarray(normal), dtype=torch.float32)[None]
         self.model.eval()
         out = self.model(pos[None].to(self.device), category.to(self.device),
                          features=None if feats is None else feats.to(self.device), return_features=True)

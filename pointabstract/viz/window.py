@@ -14,7 +14,13 @@ from pathlib import Path
 from .colors import GREY
 from .render import Camera, scene_points
 
-__all__ = ["NO_DISPLAY", "NoDisplayError", "has_display", "key_help", "run_viewer"]
+__all__ = ["NO_DISPLAY", "WINDOW_KEYS", "NoDisplayError", "has_display", "key_help", "run_viewer"]
+
+# the keys the window handles itself for every state; each state's KEYMAP ends with them
+WINDOW_KEYS = {
+    "S": (ord("S"), "save a screenshot"),
+    "H": (ord("H"), "print this key map"),
+}
 
 NO_DISPLAY = ("no display (DISPLAY is not set): render the scene to a file with --png OUT.png, "
               "or run under a virtual display: xvfb-run -a pointabstract view ...")

@@ -100,12 +100,19 @@ def test_receptive_field_is_the_whole_cloud(mode):
         assert jac.abs().sum(-1).gt(0).all()
 
 
-def test_layer_without_pooling_or_hub_updates():
-    pos = cloud(2, 30, dtype=torch.float64, seed=13)
-    x = cloud(2, 30, 8, dtype=torch.float64, seed=14)
+def _given_hubs(batch: int, n: int, seed: int):
+    """(pos, x, tree, hub states of a first parallel layer, a last layer that neither pools
+    children nor updates hubs): the set-up of a network's last parallel layer."""
+    pos = cloud(batch, n, dtype=torch.float64, seed=seed)
+    x = cloud(batch, n, 8, dtype=torch.float64, seed=seed + 1)
     tree = build_tree(pos, branching=2, leaf_size=4)
     _, info = _layer("parallel", siblings_k=3)(x, pos, tree, return_nodes=True)
     last = _layer("parallel", siblings_k=3, pool_children=False, update_hubs=False)
+    return pos, x, tree, info, last
+
+
+def test_layer_without_pooling_or_hub_updates():
+    pos, x, tree, info, last = _given_hubs(2, 30, seed=13)
     assert last.pool_score is None and last.children_attn is None
     y, out = last(x, pos, tree, nodes=info["nodes"], return_nodes=True)
     with torch.no_grad():
@@ -156,11 +163,7 @@ def test_parallel_leaf_reads_only_its_nearest_points_and_the_given_hubs():
     # with the hub states given (nodes) and no hub update, a parallel-mode leaf sees itself, its
     # siblings_k nearest points and its ancestors' given states: moving any other point's
     # features changes nothing for it, moving a nearest one does
-    pos = cloud(1, 40, dtype=torch.float64, seed=15)
-    x = cloud(1, 40, 8, dtype=torch.float64, seed=16)
-    tree = build_tree(pos, branching=2, leaf_size=4)
-    _, info = _layer("parallel", siblings_k=3)(x, pos, tree, return_nodes=True)
-    last = _layer("parallel", siblings_k=3, pool_children=False, update_hubs=False)
+    pos, x, tree, info, last = _given_hubs(1, 40, seed=15)
     near = last.tables(tree).nearest[0][0]  # (N, 3)
     for point in (0, 21):
         jac = torch.autograd.functional.jacobian(

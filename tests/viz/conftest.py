@@ -1,5 +1,7 @@
 """A tiny trained checkpoint (3 easy classes, 48 points) shared by the viewer tests."""
 
+import os
+
 import pytest
 
 from pointabstract.engine import load_config, train
@@ -20,6 +22,26 @@ def o3d():
     import open3d
 
     return open3d
+
+
+@pytest.fixture
+def xvfb_display():
+    """A virtual display (Xvfb) for a subprocess's window: its DISPLAY string; this process's
+    DISPLAY is left as it was."""
+    import shutil
+
+    from pointabstract.viz import backends, render
+
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is not installed (Debian package xvfb)")
+    before = os.environ.get("DISPLAY")
+    display = render.start_xvfb()
+    if before is None:  # the server is for the subprocess only
+        os.environ.pop("DISPLAY")
+    else:
+        os.environ["DISPLAY"] = before
+    yield display
+    backends._stop_xvfb()
 
 
 @pytest.fixture

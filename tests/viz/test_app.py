@@ -1,5 +1,4 @@
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +8,6 @@ import pytest
 from PIL import Image
 
 from pointabstract.ops import knn_naive
-from pointabstract.viz import backends, render
 from pointabstract.viz.app import KEYMAP, ViewerState, key_help
 from pointabstract.viz.colors import HIGHLIGHT, QUERY, class_palette, part_palette
 
@@ -85,20 +83,6 @@ def test_default_k_and_part_colouring(o3d, session):
 def test_key_help_lists_every_key():
     text = key_help()
     assert all(key in text for key in KEYMAP) and "Q/Esc" in text
-
-
-@pytest.fixture
-def xvfb_display():
-    if shutil.which("Xvfb") is None:
-        pytest.skip("Xvfb is not installed (Debian package xvfb)")
-    before = os.environ.get("DISPLAY")
-    display = render.start_xvfb()
-    if before is None:  # the server is for the subprocess only
-        os.environ.pop("DISPLAY")
-    else:
-        os.environ["DISPLAY"] = before
-    yield display
-    backends._stop_xvfb()
 
 
 def test_viewer_app_under_xvfb_takes_scripted_keys_saves_a_screenshot_and_exits(o3d, tiny_run, tmp_path,

@@ -1,5 +1,4 @@
 import os
-import shutil
 import subprocess
 import sys
 from argparse import Namespace
@@ -9,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pointabstract.viz import backends, load_session, render
+from pointabstract.viz import load_session
 from pointabstract.viz.app import STATES, key_help, viewer_state
 from pointabstract.viz.capsule_app import KEYMAP, CapsuleViewerState
 from pointabstract.viz.colors import HIGHLIGHT
@@ -94,20 +93,6 @@ def test_state_from_cli_arguments_and_errors(ae, session):
         CapsuleViewerState(ae, capsule=4)
     with pytest.raises(ValueError, match="index 16 is out of range"):
         CapsuleViewerState(ae, index=16)
-
-
-@pytest.fixture
-def xvfb_display():
-    if shutil.which("Xvfb") is None:
-        pytest.skip("Xvfb is not installed (Debian package xvfb)")
-    before = os.environ.get("DISPLAY")
-    display = render.start_xvfb()
-    if before is None:  # the server is for the subprocess only
-        os.environ.pop("DISPLAY")
-    else:
-        os.environ["DISPLAY"] = before
-    yield display
-    backends._stop_xvfb()
 
 
 @pytest.mark.slow
