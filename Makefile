@@ -39,7 +39,8 @@ SYNTH := datasets/synthetic
 CLI := $(PY) -m pointabstract.cli
 
 # the main job on the built-in data, in three stages that can also be run alone
-# (`make demo-classify`, `make demo-capsules`, `make demo-parts`); everything lands in runs/demo/
+# (`make demo-classify`, `make demo-capsules`, `make demo-parts`); everything lands in runs/demo/,
+# each stage replacing its own earlier run (--overwrite says what it removes)
 demo: setup demo-data
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory demo-classify demo-capsules demo-parts && \
@@ -52,14 +53,14 @@ demo-data: setup
 
 # classification: the demo-sized centroid transformer, evaluated, with what it groups together
 demo-classify: setup demo-data
-	$(CLI) train demo
+	$(CLI) train demo --overwrite
 	$(CLI) eval runs/demo/last.pt --neighbourhoods
 
 # reconstruction: demo-sized capsule autoencoders with dynamic routing and centroid attention,
 # evaluated, and the two side by side on the same shapes (the Centroid Transformers Fig. 5)
 demo-capsules: setup demo-data
-	$(CLI) train capsules_demo_dr
-	$(CLI) train capsules_demo_ca
+	$(CLI) train capsules_demo_dr --overwrite
+	$(CLI) train capsules_demo_ca --overwrite
 	$(CLI) eval runs/demo/capsules_dr/last.pt
 	$(CLI) eval runs/demo/capsules_ca/last.pt
 	$(CLI) view runs/demo/capsules_dr/last.pt --compare runs/demo/capsules_ca/last.pt \
@@ -67,7 +68,7 @@ demo-capsules: setup demo-data
 
 # part segmentation: the demo-sized Sequoia segmenter, evaluated (predicted vs true parts)
 demo-parts: setup demo-data
-	$(CLI) train parts_demo
+	$(CLI) train parts_demo --overwrite
 	$(CLI) eval runs/demo/parts/last.pt
 
 test: setup

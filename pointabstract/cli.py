@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -19,14 +21,48 @@ from pathlib import Path
 USER_ERRORS = (ValueError, TypeError, OSError)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a job scheduler ending the job), handled like Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def _train(args: argparse.Namespace) -> int:
     from .engine import load_config, task_class, train
 
+    if args.resume and args.overwrite:
+        raise ValueError("--resume continues the run in log.out_dir and --overwrite replaces it: give one")
     cfg = load_config(args.config, args.overrides)
-    metrics = train(cfg, resume=args.resume, allow_config_change=args.allow_config_change)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        metrics = train(cfg, resume=args.resume, allow_config_change=args.allow_config_change,
+                        overwrite=args.overwrite)
+    except KeyboardInterrupt as err:
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(_interrupted(args, cfg.log.out_dir, isinstance(err, Terminated)), file=sys.stderr, flush=True)
+        return 143 if isinstance(err, Terminated) else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if metrics and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
         print(f"{task_class(cfg.task)(cfg).summary(metrics)}; outputs in {cfg.log.out_dir}")
     return 0
+
+
+def _interrupted(args: argparse.Namespace, out_dir: str, terminated: bool) -> str:
+    """What an interrupted training kept and the command that continues it (one line)."""
+    from .engine import load_checkpoint
+
+    how = "terminated (SIGTERM)" if terminated else "interrupted"
+    last = Path(out_dir) / "last.pt"
+    command = " ".join(shlex.quote(str(w)) for w in ["pointabstract", "train", args.config, *args.overrides])
+    try:
+        epoch = load_checkpoint(last)["epoch"]
+    except (OSError, ValueError):
+        return f"{how}: no checkpoint was written yet in {out_dir}; start again with: {command}"
+    flags = " --resume" + (" --allow-config-change" if args.allow_config_change else "")
+    return f"{how}: {last} (epoch {epoch}) is kept; continue with: {command}{flags}"
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -103,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="config overrides, e.g. optim.lr=3e-4 model.k=16")
     train.add_argument("--resume", action="store_true",
                        help="continue from <log.out_dir>/last.pt (or finish a run whose last epoch is done)")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace the run already in log.out_dir (its checkpoints, logs and report; says "
+                            "what it removes); without it, training into a folder holding a run is refused")
     train.add_argument("--allow-config-change", action="store_true",
                        help="with --resume: accept a config that differs from the checkpoint's "
                             "(recorded in <log.out_dir>/config_changes.yaml)")

@@ -1,6 +1,10 @@
 """The `pointabstract` command end to end on a tiny synthetic set."""
 
 import json
+import shlex
+import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -183,3 +187,23 @@ def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", lambda: (_ for _ in ()).throw(ModuleNotFoundError("x", name="not_ours")))
     with pytest.raises(ModuleNotFoundError):  # not an optional dependency: a real bug
         cli.main(["train", "demo"])
+
+
+@pytest.mark.parametrize("signum, code, how", [(signal.SIGINT, 130, "interrupted"),
+                                               (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_an_interrupted_training_says_what_is_kept_and_how_to_continue(tiny_synthetic, tmp_path, signum, code, how):
+    out = tmp_path / "run #1"
+    args = ["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "data.num_points=48",
+            "data.workers=0", "optim.epochs=50", "log.tensorboard=false", "data.batch_size=4", *TINY_MODEL]
+    proc = subprocess.Popen([sys.executable, "-m", "pointabstract.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    for line in proc.stdout:  # wait for the first finished epoch
+        if line.startswith("epoch 1/"):
+            break
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"{how}: {out / 'last.pt'} (epoch ") and " is kept; continue with: pointabstract " \
+        "train demo " in last and last.endswith(" --resume") and "'log.out_dir=" in last, last
+    assert main(shlex.split(last.split("continue with: pointabstract ")[1])[:-1] + ["optim.epochs=1"]) == 2

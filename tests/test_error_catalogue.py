@@ -21,7 +21,8 @@ import torch
 from pointabstract import data, ops
 from pointabstract.cli import main
 from pointabstract.data import LayoutNotFoundError
-from pointabstract.engine import load_checkpoint, load_config
+from pointabstract.engine import atomic_save, load_checkpoint, load_config
+from pointabstract.engine.run_dir import claim_run_folder
 from pointabstract.engine.distributed import check_device
 from pointabstract.models import build_model
 from pointabstract.nn import ContextPool
@@ -38,6 +39,22 @@ def _reconstruction(overrides):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("this must never run",))
+
+
+def _checkpoint(path, **extra):
+    atomic_save({"model": {}, "config": {"model": "demo_model", "optim.epochs": 3}, "epoch": 2,
+                 "model_name": "demo_model", **extra}, path)
+    return path
+
+
+def _run_folder(t):
+    _checkpoint(t / "run" / "last.pt")
+    return t / "run"
 
 
 # (id, call(tmp_path), error type, message regex)
@@ -175,6 +192,12 @@ ROWS = [
     ("checkpoint: another project's dict",
      lambda t: load_checkpoint(torch.save({"model": {}, "config": {"lr": 1}, "epoch": 3}, t / "o.pt") or t / "o.pt"),
      ValueError, r"o.pt is not a pointabstract checkpoint \(a dict, its config names no model\)"),
+    ("checkpoint: asks to run code", lambda t: load_checkpoint(_checkpoint(t / "evil.pt", metrics=_RunsCode())),
+     ValueError, r"evil.pt refused: it asks to load 'builtins.print', which a pointabstract checkpoint never "
+                 r"holds and which could run code when loaded; nothing from it was run"),
+    ("train: a run folder that holds a run", lambda t: claim_run_folder(_run_folder(t)), FileExistsError,
+     r"log.out_dir .*run already holds a run \(last.pt \(epoch 2 of 3, model 'demo_model'\)\); continue it "
+     r"with --resume, train into another log.out_dir, or pass --overwrite to replace it"),
     # --- configs -----------------------------------------------------------------------------
     ("config: unknown key", lambda t: load_config(None, ["optim.lr_rate=1"]), ValueError,
      r"unknown config key\(s\) \['optim.lr_rate'\]; valid keys: \["),
@@ -222,6 +245,8 @@ CLI_ROWS = [
      r"file is not a readable checkpoint"),
     ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0"),
     ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
+    ("train: --resume and --overwrite", ["train", "demo", "--resume", "--overwrite"],
+     r"--resume continues the run in log.out_dir and --overwrite replaces it: give one"),
 ]
 
 

@@ -130,7 +130,7 @@ def ablation_table(preset: str = "demo", *, models=ABLATIONS, overrides: list[st
         out = f"{out_root}/{name}/seed{seed}"
         cfg = load_config(preset, [*(overrides or []), f"model={name}", f"seed={seed}", f"log.out_dir={out}",
                                    "log.progress=false", "log.tensorboard=false"])
-        metrics = train(cfg)
+        metrics = train(cfg, overwrite=True)  # the benchmark's own scratch run
         log = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
         return {"overall_accuracy": metrics["overall_accuracy"],
                 "mean_class_accuracy": metrics["mean_class_accuracy"],

@@ -52,7 +52,7 @@ def _train(model: str, seed: int, overrides: dict, out: str) -> tuple[dict, floa
     from ..engine import load_checkpoint, load_config, train
 
     cfg = load_config(None, {**overrides, "model": model, "seed": seed, "log.out_dir": out})
-    metrics = train(cfg)
+    metrics = train(cfg, overwrite=True)  # the benchmark's own scratch run
     log = [json.loads(line) for line in open(Path(out) / "metrics.jsonl")]
     params = sum(t.numel() for t in load_checkpoint(Path(out) / "last.pt")["model"].values())
     return metrics, statistics.median(r["samples_per_s"] for r in log), params

@@ -3,6 +3,7 @@ viewer and the benchmarks alike."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .config import RunConfig, load_config, upgrade_flat
 from .distributed import check_device
 from .tasks import task_class
 
-__all__ = ["Restored", "load_weights", "restore"]
+__all__ = ["Restored", "load_weights", "restore", "trained_data_root"]
 
 
 @dataclass
@@ -38,7 +39,8 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
 
     Args:
         path: a checkpoint written by the trainer (``last.pt`` / ``best.pt``).
-        data_root: dataset root (default: the one it was trained on).
+        data_root: dataset root (default: the one it was trained on, found from any working
+            folder; see :func:`trained_data_root`).
         split: a split of the task's dataset (``"test"``, ``"train"``, ...); never augmented here.
         device: torch device of the model.
         overrides: further flat config keys (e.g. ``{"data.workers": 0}``).
@@ -52,8 +54,7 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
     check_finite_weights(ckpt["model"], str(path))
     dev = check_device(device)
     flat = upgrade_flat(dict(ckpt["config"]))
-    if data_root is not None:
-        flat["data.root"] = str(data_root)
+    flat["data.root"] = str(data_root) if data_root is not None else trained_data_root(ckpt, path)
     flat.update(overrides or {})
     try:
         cfg = load_config(None, flat)
@@ -67,6 +68,36 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
     load_weights(model, ckpt["model"], f"{path} does not fit a '{cfg.model}' model built from its own "
                                        "config (written by another version of the code?)")
     return Restored(model.to(dev).eval(), task, cfg, dataset, ckpt, Path(path), split, dev)
+
+
+def trained_data_root(ckpt: dict, path: str | Path) -> str:
+    """The dataset root a checkpoint was trained on, found from the current working folder.
+
+    Tried in order: the absolute path stored at training time; the stored relative ``data.root``
+    taken from the folder training ran in (worked out from where the checkpoint lies now and
+    the relative ``log.out_dir``, so a moved project still finds its data); the relative path
+    from the current folder. The first existing folder is used; a note on stderr says so when it
+    is not the stored one. When none exists, the stored value is returned unchanged (the
+    dataset's own error then names it).
+    """
+    stored = str(ckpt["config"].get("data.root", ""))
+    if not stored or Path(stored).is_absolute():
+        return stored
+    candidates = []
+    if ckpt.get("data_root_resolved"):
+        candidates.append(("the absolute path stored at training", Path(ckpt["data_root_resolved"])))
+    out_parts = Path(str(ckpt["config"].get("log.out_dir", ""))).parts
+    run = Path(path).resolve().parent
+    if out_parts and not Path(*out_parts).is_absolute() and run.parts[-len(out_parts):] == out_parts:
+        trained_in = run.parents[len(out_parts) - 1]
+        candidates.append((f"relative to the run's project folder {trained_in}", trained_in / stored))
+    candidates.append(("relative to the current folder", Path(stored)))
+    for i, (how, root) in enumerate(candidates):
+        if root.is_dir():
+            if i:
+                print(f"note: data.root {stored!r} of {path}: using {root} ({how})", file=sys.stderr)
+            return str(root)
+    return stored
 
 
 def load_weights(model: nn.Module, state: dict, context: str) -> None:

@@ -1,6 +1,7 @@
-"""The run folder (``log.out_dir``): checked before training starts, cleared of temporary files
-that a killed process left behind, the record of config changes made on ``--resume``, and
-:class:`RunLog`, rank 0's writer of everything in it."""
+"""The run folder (``log.out_dir``): checked before training starts (one run per folder, one
+process writing it at a time), cleared of temporary files that a killed process left behind,
+the record of config changes made on ``--resume``, and :class:`RunLog`, rank 0's writer of
+everything in it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,13 +20,19 @@ from .config import RunConfig, to_flat
 from .plots import plot_curves
 from .report import write_report
 
-__all__ = ["FREE_TO_CHANGE", "RunLog", "check_writable_file", "config_changes", "prepare_out_dir",
-           "record_config_changes", "remove_stale_temporaries"]
+__all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunLog", "check_writable_file",
+           "claim_run_folder", "config_changes", "prepare_out_dir", "record_config_changes",
+           "remove_stale_temporaries"]
 
 # keys that may differ on --resume without changing what is trained: how long, where it runs,
 # how it is logged, how fast evaluation batches are
 FREE_TO_CHANGE = frozenset({"optim.epochs", "device", "data.workers", "data.eval_batch_size",
                             "log.out_dir", "log.progress", "log.tensorboard", "log.eval_every"})
+
+# what `train` writes into a run folder (the last three are the tasks' report figures):
+# `--overwrite` removes exactly these, nothing else
+RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "metrics.json", "report.md", "curves.png", "config.yaml",
+             "config_changes.yaml", "tb", "confusion.png", "part_iou.png", "reconstructions.png")
 
 _TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # atomic_save's ".<name>.tmp-<pid>"
 
@@ -87,6 +95,102 @@ def remove_stale_temporaries(out: str | Path) -> list[Path]:
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
+
+
+def _describe_checkpoint(path: Path) -> str:
+    """``last.pt (epoch 3 of 5, model 'demo')``, or why it cannot be read (never raises)."""
+    from .checkpoint import load_checkpoint as _load
+
+    try:
+        ckpt = _load(path)
+        total = ckpt["config"].get("optim.epochs", "?")
+        return f"{path.name} (epoch {ckpt['epoch']} of {total}, model '{ckpt.get('model_name', '?')}')"
+    except (OSError, ValueError) as err:
+        return f"{path.name} (unreadable: {str(err).split(';')[0][:120]})"
+
+
+def claim_run_folder(out: str | Path, *, overwrite: bool = False) -> list[str]:
+    """Check that a new run may be trained into ``out``: a folder holding a checkpoint holds a
+    run, which is never replaced by mistake.
+
+    Without ``overwrite`` such a folder is refused; with it, the files of :data:`RUN_FILES` are
+    removed (and nothing else: an ``eval_*`` report folder stays). Returns what was removed.
+
+    Raises:
+        FileExistsError: ``out`` holds ``last.pt`` or ``best.pt`` and ``overwrite`` is False.
+    """
+    out = Path(out)
+    checkpoints = [out / name for name in ("last.pt", "best.pt") if (out / name).is_file()]
+    if not checkpoints:
+        return []
+    held = _describe_checkpoint(checkpoints[0])
+    if not overwrite:
+        raise FileExistsError(f"log.out_dir {out} already holds a run ({held}); continue it with --resume, "
+                              "train into another log.out_dir, or pass --overwrite to replace it")
+    removed = [name for name in RUN_FILES if (out / name).exists()]
+    for name in removed:
+        target = out / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    kept = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir() if not p.name.startswith("."))
+    print(f"--overwrite: replaced the run in {out}: {held}; removed {', '.join(removed)}"
+          + (f"; kept {', '.join(kept)}" if kept else ""), flush=True)
+    return removed
+
+
+class RunFolderBusyError(OSError):
+    """Another live process is training into the same run folder."""
+
+
+class RunLock:
+    """``out/.lock`` held by the one process that writes the run folder (rank 0).
+
+    The lock file holds ``host pid``; a lock whose process is gone (killed, crashed) is stale and
+    taken over without manual clean-up. Use as a context manager or call :meth:`acquire` /
+    :meth:`release`.
+    """
+
+    def __init__(self, out: str | Path):
+        self.path = Path(out) / ".lock"
+        self.held = False
+
+    def _owner(self) -> tuple[str, int] | None:
+        try:
+            host, pid = self.path.read_text().split()
+            return host, int(pid)
+        except (OSError, ValueError):  # vanished, or half-written by a process killed mid-write
+            return None
+
+    def acquire(self) -> RunLock:
+        me = f"{socket.gethostname()} {os.getpid()}"
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is not None and (owner[0] != socket.gethostname() or
+                                          (owner[1] != os.getpid() and _alive(owner[1]))):
+                    raise RunFolderBusyError(
+                        f"log.out_dir {self.path.parent} is being written by another training (process "
+                        f"{owner[1]} on {owner[0]}); wait for it to end or use another log.out_dir "
+                        f"(if that process is gone, delete {self.path})") from None
+                self.path.unlink(missing_ok=True)  # stale: its process is gone
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(me)
+            self.held = True
+            return self
+        raise RunFolderBusyError(f"could not take the lock {self.path}: other processes keep taking it")
+
+    def release(self) -> None:
+        if self.held and self._owner() == (socket.gethostname(), os.getpid()):
+            self.path.unlink(missing_ok=True)
+        self.held = False
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def config_changes(saved: dict, current: dict) -> dict[str, tuple]:

@@ -18,7 +18,8 @@ from .checkpoint import check_finite_weights, load_checkpoint, rng_state, set_rn
 from .config import RunConfig, to_flat, upgrade_flat
 from .distributed import DistContext, init_distributed
 from .restored import load_weights
-from .run_dir import FREE_TO_CHANGE, RunLog, config_changes, prepare_out_dir, remove_stale_temporaries
+from .run_dir import (FREE_TO_CHANGE, RunLock, RunLog, claim_run_folder, config_changes, prepare_out_dir,
+                      remove_stale_temporaries)
 from .sync_bn import convert_sync_batchnorm
 from .tasks import task_class
 
@@ -65,13 +66,16 @@ def build_optimizer(cfg: RunConfig, model: torch.nn.Module):
         opt = torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
     else:
         raise ValueError(f"optim.optimizer must be 'adam' or 'adamw', got {o.optimizer!r}")
+    return opt, _build_schedule(opt, cfg)
+
+
+def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig):
+    o = cfg.optim
     if o.schedule == "step":
-        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=o.step_size, gamma=o.gamma)
-    elif o.schedule == "cosine":
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, o.epochs))
-    else:
-        raise ValueError(f"optim.schedule must be 'step' or 'cosine', got {o.schedule!r}")
-    return opt, sched
+        return torch.optim.lr_scheduler.StepLR(opt, step_size=o.step_size, gamma=o.gamma)
+    if o.schedule == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, o.epochs))
+    raise ValueError(f"optim.schedule must be 'step' or 'cosine', got {o.schedule!r}")
 
 
 def _seed_everything(seed: int) -> None:
@@ -99,7 +103,7 @@ class TrainingDivergedError(ValueError):
 
 
 def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None,
-          allow_config_change: bool = False) -> dict:
+          allow_config_change: bool = False, overwrite: bool = False) -> dict:
     """Train ``cfg.model`` on ``cfg.task``; returns the last evaluation's metrics.
 
     The loop knows only the :class:`~pointabstract.engine.tasks.base.Task` protocol: the task
@@ -114,21 +118,33 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
         cfg: the run configuration; everything is written under ``cfg.log.out_dir``.
         resume: continue from ``out_dir/last.pt`` (error if it is missing, from another model or
             written with a different config); a run whose last epoch is done is finished
-            (best.pt, curves, metrics.json, report.md written again).
+            (best.pt, curves, metrics.json, report.md written again). A resumed run continues as
+            if it had been started with the current settings: a changed ``optim.epochs`` (or, with
+            ``allow_config_change``, lr / schedule) gives the learning rate that schedule has at
+            the resumed epoch; ``optim.epochs`` below the epochs already done is refused.
         max_epochs: stop after this many epochs of this call (simulates an interruption).
         allow_config_change: on ``resume``, accept a config that differs from the checkpoint's
             in keys outside :data:`~pointabstract.engine.run_dir.FREE_TO_CHANGE`; the changes
             are appended to ``out_dir/config_changes.yaml``.
+        overwrite: without ``resume``, replace a run already in ``out_dir`` (its checkpoints,
+            logs and report; see :func:`~pointabstract.engine.run_dir.claim_run_folder`). Without
+            it, training into a folder that holds a checkpoint is refused.
 
     Raises:
         TrainingDivergedError: the loss or the weights became NaN / Inf.
-        ValueError, FileNotFoundError, PermissionError, NotADirectoryError: user errors
-            (found before training starts).
+        ValueError, FileNotFoundError, FileExistsError, PermissionError, NotADirectoryError: user
+            errors (found before training starts).
+        RunFolderBusyError: another live process is training into ``out_dir``.
     """
     ctx = init_distributed(cfg.device)
+    lock = RunLock(cfg.log.out_dir)
     try:
-        return _train(cfg, ctx, resume, max_epochs, allow_config_change)
+        if ctx.is_main:
+            prepare_out_dir(cfg.log.out_dir)
+            lock.acquire()
+        return _train(cfg, ctx, resume, max_epochs, allow_config_change, overwrite)
     finally:
+        lock.release()
         ctx.close()
 
 
@@ -140,6 +156,9 @@ def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[
     if ckpt["model_name"] != cfg.model:
         raise ValueError(f"{out / 'last.pt'} holds a '{ckpt['model_name']}' model, "
                          f"the config asks for '{cfg.model}'")
+    if cfg.optim.epochs < ckpt["epoch"]:
+        raise ValueError(f"optim.epochs {cfg.optim.epochs} is below the {ckpt['epoch']} epochs {out / 'last.pt'} "
+                         f"has already trained; resume with optim.epochs >= {ckpt['epoch']}")
     changes = config_changes(upgrade_flat(dict(ckpt["config"])), to_flat(cfg))
     refused = {k: v for k, v in changes.items() if k not in FREE_TO_CHANGE}
     if refused and not allow_config_change:
@@ -152,14 +171,15 @@ def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[
 
 
 def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None,
-           allow_config_change: bool) -> dict:
+           allow_config_change: bool, overwrite: bool) -> dict:
     out = Path(cfg.log.out_dir)
     if cfg.data.batch_size % ctx.world_size:
         raise ValueError(f"data.batch_size ({cfg.data.batch_size}) is the global batch and must divide "
                          f"evenly over the {ctx.world_size} processes")
     if ctx.is_main:
-        prepare_out_dir(out)
         remove_stale_temporaries(out)
+    if not resume:  # every process checks (and fails alike); rank 0 alone removes
+        claim_run_folder(out, overwrite=overwrite and ctx.is_main)
     ckpt, changes = _resume_from(cfg, out, allow_config_change) if resume else (None, {})
     _seed_everything(cfg.seed)
     task = task_class(cfg.task)(cfg)
@@ -183,7 +203,8 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
             sched.load_state_dict(ckpt["scheduler"])
         except (ValueError, KeyError, RuntimeError) as err:
             raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
-        _apply_optim_changes(opt, sched, cfg, changes)
+        if any(key.startswith("optim.") for key in changes):
+            _replay_schedule(opt, sched, cfg, ckpt["epoch"])
         start, step, best, best_epoch = ckpt["epoch"], ckpt["step"], ckpt["best_metric"], ckpt["best_epoch"]
         set_rng_state(ckpt["rng"])
     d, world = cfg.data, ctx.world_size
@@ -219,6 +240,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
                      "scheduler": sched.state_dict(),
                      "epoch": epoch + 1, "step": step, "rng": rng_state(), "config": to_flat(cfg),
                      "model_name": cfg.model, "task": cfg.task, "task_state": task.state(),
+                     "data_root_resolved": str(Path(cfg.data.root).resolve()),
                      "best_metric": best, "best_epoch": best_epoch, "metrics": metrics}
             log.epoch(row, state, is_best=best_epoch == epoch + 1)
         ctx.barrier()
@@ -227,21 +249,23 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     return metrics
 
 
-def _apply_optim_changes(opt, sched, cfg: RunConfig, changes: dict) -> None:
-    """Make accepted ``optim.*`` changes take effect after the saved optimizer / scheduler state
-    was loaded (it holds the old values): a new lr scales the current and base lr (the step and
-    cosine schedules are multiplicative), weight decay, gamma and step size are replaced."""
-    o = cfg.optim
-    if "optim.lr" in changes:
-        old, new = changes["optim.lr"]
-        for group in opt.param_groups:
-            group["lr"] *= new / old
-            group["initial_lr"] = new
-        sched.base_lrs = [new for _ in sched.base_lrs]
+def _replay_schedule(opt, sched, cfg: RunConfig, epochs_done: int) -> None:
+    """After resuming with changed ``optim.*`` settings, set the scheduler and the learning rate
+    to what a run started with ``cfg`` has after ``epochs_done`` epochs (its schedule replayed on
+    a probe optimizer: the same floating-point steps as the uninterrupted run), and the weight
+    decay to ``cfg``'s. The optimizer's moments are kept."""
+    probe_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.optim.lr)
+    probe = _build_schedule(probe_opt, cfg)
+    for _ in range(epochs_done):
+        probe_opt.step()  # no gradients: changes nothing, keeps the scheduler's order check quiet
+        probe.step()
+    state = probe.state_dict()
+    state["base_lrs"] = [cfg.optim.lr for _ in opt.param_groups]
+    state["_last_lr"] = [probe_opt.param_groups[0]["lr"] for _ in opt.param_groups]
+    sched.load_state_dict(state)
     for group in opt.param_groups:
-        group["weight_decay"] = o.weight_decay
-    if o.schedule == "step":
-        sched.gamma, sched.step_size = o.gamma, o.step_size
+        group["lr"], group["initial_lr"] = probe_opt.param_groups[0]["lr"], cfg.optim.lr
+        group["weight_decay"] = cfg.optim.weight_decay
 
 
 def _diverged(err: ValueError, where: str, cfg: RunConfig) -> Exception:

@@ -60,3 +60,65 @@ def test_config_changes_are_listed_and_recorded(tmp_path):
     history = yaml.safe_load(path.read_text())
     assert [h["epoch"] for h in history] == [3, 5]
     assert history[0]["changes"] == {"optim.lr": {"from": 0.1, "to": 0.2}}
+
+
+def test_a_new_run_never_replaces_a_finished_one(tiny_overrides, tmp_path, capsys):
+    from pointabstract.engine import load_checkpoint, load_config, train
+
+    cfg = load_config(None, [*tiny_overrides, "optim.epochs=2"])
+    train(cfg)
+    out = tmp_path / "run"
+    (out / "eval_last").mkdir()
+    before = {name: (out / name).read_bytes() for name in ("last.pt", "best.pt", "metrics.jsonl")}
+    with pytest.raises(FileExistsError, match=r"already holds a run \(last\.pt \(epoch 2 of 2, model "
+                                              r"'centroid_transformer'\)\); continue it with --resume"):
+        train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    assert before == {name: (out / name).read_bytes() for name in before}
+    capsys.readouterr()
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]), overwrite=True)
+    said = capsys.readouterr().out
+    assert "--overwrite: replaced the run in" in said and "removed last.pt, best.pt, metrics.jsonl" in said
+    assert "kept eval_last/" in said and (out / "eval_last").is_dir()
+    assert load_checkpoint(out / "last.pt")["epoch"] == 1
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_run_lock_refuses_a_live_writer_and_takes_over_a_dead_ones(tiny_overrides, tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from pointabstract.engine import load_config, train
+    from pointabstract.engine.run_dir import RunFolderBusyError, RunLock
+
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (out / ".lock").write_text(f"{socket.gethostname()} {holder.pid}")
+        with pytest.raises(RunFolderBusyError, match=rf"is being written by another training \(process "
+                                                     rf"{holder.pid} on "):
+            train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    finally:
+        holder.kill()
+        holder.wait()
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))  # the dead holder's lock is taken over
+    assert not (out / ".lock").exists()
+    with RunLock(out) as lock:
+        assert (out / ".lock").read_text() == f"{socket.gethostname()} {__import__('os').getpid()}"
+        with pytest.raises(RunFolderBusyError):
+            _other_process_lock(out)  # a second process while this one holds it
+    assert not lock.held and not (out / ".lock").exists()
+
+
+def _other_process_lock(out):
+    import subprocess
+    import sys
+
+    code = ("import sys; from pointabstract.engine.run_dir import RunLock, RunFolderBusyError\n"
+            f"try:\n    RunLock({str(out)!r}).acquire()\nexcept RunFolderBusyError as e:\n    print(e); sys.exit(3)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode == 3:
+        from pointabstract.engine.run_dir import RunFolderBusyError
+
+        raise RunFolderBusyError(done.stdout)

@@ -252,3 +252,27 @@ def test_how_often_a_run_evaluates_does_not_change_its_training(tiny_overrides, 
                                  f"log.out_dir={out}"]))
         weights.append(load_checkpoint(out / "last.pt")["model"])
     assert [k for k in weights[0] if not torch.equal(weights[0][k], weights[1][k])] == []
+
+
+def test_resuming_with_more_epochs_follows_the_longer_schedule(tiny_overrides, tmp_path):
+    longer = [*tiny_overrides, "optim.epochs=3", "optim.optimizer=adamw", "optim.schedule=cosine"]
+    train(load_config(None, [*longer, f"log.out_dir={tmp_path / 'full'}"]))
+    short = load_config(None, [*longer, "optim.epochs=1", f"log.out_dir={tmp_path / 'part'}"])
+    train(short)  # a finished 1-epoch run ...
+    train(load_config(None, [*longer, f"log.out_dir={tmp_path / 'part'}"]), resume=True)  # ... taken to 3
+    rows = {name: [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+            for name in ("full", "part")}
+    # a row's lr is the one set for the next epoch: 0 after the short run's last epoch, then the long run's
+    assert rows["part"][0]["lr"] == 0 and [r["lr"] for r in rows["part"][1:]] == [r["lr"] for r in rows["full"][1:]]
+    strip = [{k: v for k, v in r.items() if k not in ("samples_per_s", "epoch_s", "lr")} for r in rows["part"]]
+    assert strip == [{k: v for k, v in r.items() if k not in ("samples_per_s", "epoch_s", "lr")}
+                     for r in rows["full"]]
+    wa = load_checkpoint(tmp_path / "full" / "last.pt")["model"]
+    wb = load_checkpoint(tmp_path / "part" / "last.pt")["model"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_resuming_below_the_epochs_done_is_refused(tiny_overrides, tmp_path):
+    train(load_config(None, [*tiny_overrides, "optim.epochs=2"]))
+    with pytest.raises(ValueError, match=r"optim.epochs 1 is below the 2 epochs .*last\.pt has already trained"):
+        train(load_config(None, [*tiny_overrides, "optim.epochs=1"]), resume=True)
