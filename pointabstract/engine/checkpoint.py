@@ -8,6 +8,7 @@ import io
 import os
 import pickle
 import random
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,7 @@ def load_checkpoint(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
+    _check_archive(path)
     try:
         with torch.serialization.safe_globals(_NUMPY_DATA):
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
@@ -95,6 +97,28 @@ def load_checkpoint(path: str | Path) -> dict:
         raise ValueError(f"{path} is not a pointabstract checkpoint ({kind}, {detail}); "
                          "give a last.pt / best.pt written by `pointabstract train`")
     return ckpt
+
+
+def _check_archive(path: Path) -> None:
+    """ValueError naming ``path`` when it is not a whole torch zip archive: empty, another kind of
+    file, cut short (a copy or download that stopped), or a record whose CRC-32 does not match
+    its bytes (torch itself reads flipped bytes in a tensor without noticing)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head:
+        raise ValueError(f"{path} is not a readable checkpoint (an empty file)")
+    if head != b"PK\x03\x04":
+        raise ValueError(f"{path} is not a readable checkpoint (not a torch zip archive: it starts with "
+                         f"{head!r})")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+        raise ValueError(f"{path} is damaged: cut short or altered ({' '.join(str(err).split())[:120]}); "
+                         "it cannot be loaded") from None
+    if bad is not None:
+        raise ValueError(f"{path} is damaged: its record {bad!r} does not match its checksum (altered bytes); "
+                         "it cannot be loaded")
 
 
 def _unsafe_globals(path: Path) -> str:

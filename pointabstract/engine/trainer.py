@@ -14,7 +14,8 @@ import torch
 from tqdm import tqdm
 
 from ..models import build_model
-from .checkpoint import check_finite_weights, load_checkpoint, rng_state, set_rng_state
+from .checkpoint import (UnsafeCheckpointError, check_finite_weights, load_checkpoint, rng_state,
+                         set_rng_state)
 from .config import RunConfig, to_flat, upgrade_flat
 from .distributed import DistContext, init_distributed
 from .restored import load_weights
@@ -152,7 +153,12 @@ def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[
     """The checkpoint to resume from and the config changes since it was written."""
     if not (out / "last.pt").is_file():
         raise FileNotFoundError(f"nothing to resume in {out}: no last.pt (start without --resume)")
-    ckpt = load_checkpoint(out / "last.pt")
+    try:
+        ckpt = load_checkpoint(out / "last.pt")
+    except UnsafeCheckpointError:
+        raise
+    except ValueError as err:
+        raise ValueError(f"{err}; {_intact_alternative(out)}") from None
     if ckpt["model_name"] != cfg.model:
         raise ValueError(f"{out / 'last.pt'} holds a '{ckpt['model_name']}' model, "
                          f"the config asks for '{cfg.model}'")
@@ -168,6 +174,16 @@ def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[
                          f"change is recorded in config_changes.yaml), or use another log.out_dir")
     check_finite_weights(ckpt["model"], str(out / "last.pt"))
     return ckpt, changes
+
+
+def _intact_alternative(out: Path) -> str:
+    """What the user can resume from when ``out/last.pt`` is damaged."""
+    try:
+        epoch = load_checkpoint(out / "best.pt")["epoch"]
+    except (OSError, ValueError):
+        return "no intact checkpoint is left in the folder: start anew with --overwrite"
+    return (f"{out / 'best.pt'} (epoch {epoch}) is intact: copy it over last.pt to resume from epoch {epoch}, "
+            "or start anew with --overwrite")
 
 
 def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None,

@@ -2,6 +2,7 @@
 old files (numpy RNG state) still load, and a full disk is one line that says what was kept."""
 
 import errno
+import re
 import os
 from pathlib import Path
 
@@ -132,3 +133,36 @@ def test_a_really_full_disk(tmp_path):
         assert list(small.iterdir()) == []
     finally:
         os.system(f"umount {small}")
+
+
+def _cut(data: bytes, fraction: float) -> bytes:
+    return data[: int(len(data) * fraction)]
+
+
+def _flip(data: bytes, fraction: float) -> bytes:
+    out = bytearray(data)
+    out[int(len(out) * fraction)] ^= 0xFF
+    return bytes(out)
+
+
+@pytest.mark.parametrize("damage, pattern", [
+    (lambda d: b"", r"is not a readable checkpoint \(an empty file\)"),
+    (lambda d: b"\x89PNG\r\n\x1a\n" + d[8:], r"not a torch zip archive: it starts with b'\\x89PNG'"),
+    *[(lambda d, f=f: _cut(d, f), r"is damaged: cut short or altered") for f in (0.01, 0.5, 0.99)],
+    *[(lambda d, f=f: _flip(d, f), r"is damaged: its record 'archive/data/\d+' does not match its checksum")
+      for f in (0.3, 0.6)],
+])
+def test_a_damaged_checkpoint_is_one_line_everywhere(trained, tiny_overrides, tmp_path, damage, pattern, capsys):
+    _, path = trained
+    good = path.read_bytes()
+    path.write_bytes(damage(good))
+    for call in (lambda: load_checkpoint(path), lambda: restore(path)):
+        with pytest.raises(ValueError, match=pattern):
+            call()
+    for argv in (["eval", str(path)], ["view", str(path), "--png", str(tmp_path / "v.png")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and re.search(pattern, err), (argv, err)
+    # --resume names the intact best.pt (the run's only epoch was its best)
+    with pytest.raises(ValueError, match=pattern + r".*best\.pt \(epoch 1\) is intact: copy it over last\.pt"):
+        train(load_config(None, [*tiny_overrides, "optim.epochs=2"]), resume=True)
