@@ -43,11 +43,31 @@ def _train(args: argparse.Namespace) -> int:
         if int(os.environ.get("RANK", "0")) == 0:
             print(_interrupted(args, cfg.log.out_dir, isinstance(err, Terminated)), file=sys.stderr, flush=True)
         return 143 if isinstance(err, Terminated) else 130
+    except RuntimeError as err:
+        if not _peer_failed(err):
+            raise
+        rank = int(os.environ.get("RANK", "0"))
+        kept = _interrupted(args, cfg.log.out_dir, False).split(": ", 1)[1] if rank == 0 else ""
+        print(f"error: process {rank} stopped because another training process failed or was killed (its "
+              f"error is above){'; ' + kept if kept else ''}", file=sys.stderr, flush=True)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     if metrics and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
         print(f"{task_class(cfg.task)(cfg).summary(metrics)}; outputs in {cfg.log.out_dir}")
     return 0
+
+
+# how a collective call reports that another process of the run is gone (gloo's TCP pairs, NCCL)
+_PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "remote process exited",
+              "communicator was aborted")
+
+
+def _peer_failed(err: RuntimeError) -> bool:
+    """Whether ``err`` is a collective call failing because another process of a DDP run ended."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return False
+    return any(marker in str(err) for marker in _PEER_GONE)
 
 
 def _interrupted(args: argparse.Namespace, out_dir: str, terminated: bool) -> str:
