@@ -29,8 +29,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _train(launcher: list[str], args: list[str], out: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, *launcher, "-m", "pointabstract.cli", "train", "demo", *args,
+def _train(launcher: list[str], args: list[str], out: Path, config: str = "demo") -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, *launcher, "-m", "pointabstract.cli", "train", config, *args,
                            f"log.out_dir={out}", "log.progress=true"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -69,3 +69,40 @@ def test_a_global_batch_that_does_not_split_is_refused(tiny_overrides, tmp_path)
         in proc.stderr
     # (torchrun prints its own ChildFailedError traceback; none comes from our code)
     assert "pointabstract/engine" not in proc.stderr and "pointabstract/cli" not in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    from tests.fixtures import write_tiny_synthetic
+
+    return write_tiny_synthetic(tmp_path_factory.mktemp("synth"), n=64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, dataset, metric", [
+    pytest.param("capsule_ae_demo_dr", "modelnet40", "chamfer", marks=pytest.mark.xfail(strict=True, reason=(
+        "the capsule decoder draws its training grids from each process's global RNG, so a sample's grid "
+        "depends on how the batch is split (epoch-1 train loss 0.368 vs 0.374): equal in distribution, "
+        "not in value; needs per-sample noise seeds"))),
+    ("sequoia_seg_demo", "shapenet_part", "instance_miou")])
+def test_two_processes_match_one_for_the_other_tasks(synthetic, tmp_path, model, dataset, metric):
+    from pointabstract.models import MODELS
+
+    sizes = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in MODELS[model].tiny.items()]
+    args = [f"data.root={synthetic}", f"data.dataset={dataset}", "data.num_points=64", "data.batch_size=8",
+            "data.eval_batch_size=8", "data.workers=0", "optim.epochs=2", "log.tensorboard=false",
+            "device=cpu", *sizes]
+    _train([], args, tmp_path / "one", config=model)
+    _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}"],
+           args, tmp_path / "two", config=model)
+    one, two = _rows(tmp_path / "one"), _rows(tmp_path / "two")
+    assert len(one) == len(two) == 2
+    shapes = one[-1]["test_samples"] if "test_samples" in one[-1] else None
+    for a, b in zip(one, two):
+        assert a["step"] == b["step"]
+        assert abs(a["train_loss"] - b["train_loss"]) <= TOLERANCE * max(1.0, abs(a["train_loss"])), (a, b)
+        if metric == "chamfer":  # a mean over shapes of float sums: float noise only
+            assert abs(a[f"test_{metric}"] - b[f"test_{metric}"]) <= 1e-4 * abs(a[f"test_{metric}"]), (a, b)
+        else:  # a mean over shapes of per-shape IoUs: one shape's prediction may flip near a boundary
+            n = shapes or 8
+            assert abs(a[f"test_{metric}"] - b[f"test_{metric}"]) <= 1 / n + 1e-9, (a, b)

@@ -1,6 +1,7 @@
 """Kill a training run (SIGKILL) at random moments, during checkpoint writes and during the
 final phase, resume it each time, and end with exactly the files of an uninterrupted run."""
 
+import functools
 import json
 import os
 import random
@@ -14,29 +15,31 @@ import pytest
 import torch
 
 from pointabstract.engine import load_checkpoint
+from pointabstract.models import MODELS
+from tests.fixtures import write_tiny_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# run by each training process: SIGKILL itself inside the N-th torch.save (after writing part of
-# the temporary file) or at the start of the final report, as KILL_AT says
+# run by each training process: SIGKILL itself inside the N-th checkpoint write (the temporary
+# file half written, before its rename) or at the start of the final report, as KILL_AT says
 PRELUDE = """
 import os, signal, sys
-import torch
 import pointabstract.engine.run_dir as run_dir
 kind, _, count = os.environ.get("KILL_AT", "").partition(":")
 calls = [0]
-real_save = torch.save
+real_fsync = os.fsync
 
-def save(obj, f, *args, **kwargs):
-    calls[0] += 1
-    if kind == "save" and calls[0] == int(count):
-        f.write(b"partial checkpoint bytes"); f.flush(); os.kill(os.getpid(), signal.SIGKILL)
-    return real_save(obj, f, *args, **kwargs)
+def fsync(fd):
+    if ".pt.tmp-" in os.readlink(f"/proc/self/fd/{fd}"):
+        calls[0] += 1
+        if kind == "save" and calls[0] == int(count):
+            os.ftruncate(fd, os.fstat(fd).st_size // 2); os.kill(os.getpid(), signal.SIGKILL)
+    return real_fsync(fd)
 
 def report(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
-torch.save = save
+os.fsync = fsync
 if kind == "report":
     run_dir.write_report = report
 from pointabstract.cli import main
@@ -46,10 +49,10 @@ sys.exit(main(sys.argv[1:]))
 TIMING = ("samples_per_s", "epoch_s")
 
 
-def _run(args, out: Path, kill_at: str = "", kill_after: float | None = None) -> int:
+def _run_task(args, out: Path, kill_at: str = "", kill_after: float | None = None, config: str = "demo") -> int:
     resume = ["--resume"] if (out / "last.pt").is_file() else []
     env = {**os.environ, "KILL_AT": kill_at, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", PRELUDE, "train", "demo", *args, f"log.out_dir={out}",
+    proc = subprocess.Popen([sys.executable, "-c", PRELUDE, "train", config, *args, f"log.out_dir={out}",
                              *resume], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if kill_after is not None:
         try:
@@ -66,9 +69,30 @@ def _rows(out: Path) -> list[dict]:
             for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def _tiny_run(model: str, root: Path, dataset: str) -> list[str]:
+    """key=value overrides training ``model`` at its registry tiny size on the tiny synthetic set."""
+    sizes = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in MODELS[model].tiny.items()]
+    return [f"data.root={root}", f"data.dataset={dataset}", "data.num_points=64", "data.batch_size=4",
+            "data.eval_batch_size=8", "data.workers=0", "log.progress=false", "log.tensorboard=false",
+            "device=cpu", *sizes]
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    return write_tiny_synthetic(tmp_path_factory.mktemp("synth"))
+
+
 @pytest.mark.slow
-def test_killed_and_resumed_runs_end_like_an_uninterrupted_one(tiny_overrides, tmp_path):
-    args = [*tiny_overrides, "optim.epochs=3"]
+@pytest.mark.parametrize("task", ["classification", "reconstruction", "part_segmentation"])
+def test_killed_and_resumed_runs_end_like_an_uninterrupted_one(tiny_overrides, synthetic, tmp_path, task):
+    config, args = {
+        "classification": ("demo", [*tiny_overrides, "optim.epochs=3"]),
+        "reconstruction": ("capsule_ae_demo_dr",
+                           [*_tiny_run("capsule_ae_demo_dr", synthetic, "modelnet40"), "optim.epochs=3"]),
+        "part_segmentation": ("sequoia_seg_demo",
+                              [*_tiny_run("sequoia_seg_demo", synthetic, "shapenet_part"), "optim.epochs=3"]),
+    }[task]
+    _run = functools.partial(_run_task, config=config)
     full, chain = tmp_path / "full", tmp_path / "chain"
     assert _run(args, full) == 0
     rng = random.Random(11)
@@ -95,4 +119,5 @@ def test_killed_and_resumed_runs_end_like_an_uninterrupted_one(tiny_overrides, t
         assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"]), name
     assert load_checkpoint(chain / "best.pt")["epoch"] == load_checkpoint(chain / "last.pt")["best_epoch"]
     assert (chain / "report.md").is_file() and (chain / "curves.png").is_file()
+    assert json.loads((chain / "metrics.json").read_text())["task"] == task
     assert not list(chain.glob(".*tmp*"))  # temporaries of killed saves were removed
