@@ -40,6 +40,7 @@ class DataConfig:
 @dataclass
 class OptimConfig:
     epochs: int = 250  # training epochs
+    max_steps: int = 0  # also stop after this many optimizer steps, mid-epoch (0: no step budget)
     optimizer: str = "adam"  # adam | adamw
     lr: float = 1e-3  # initial learning rate
     weight_decay: float = 0.0  # decoupled for adamw, L2 for adam
@@ -203,6 +204,7 @@ def check_config(cfg: RunConfig) -> None:
     _require(d.eval_batch_size >= 1, "data.eval_batch_size", ">= 1", d.eval_batch_size)
     _require(d.workers >= 0, "data.workers", ">= 0", d.workers)
     _require(o.epochs >= 1, "optim.epochs", ">= 1", o.epochs)
+    _require(o.max_steps >= 0, "optim.max_steps", ">= 0 (0: no step budget)", o.max_steps)
     _require(o.optimizer in ("adam", "adamw"), "optim.optimizer", "adam or adamw", o.optimizer)
     _require(o.schedule in ("step", "cosine"), "optim.schedule", "step or cosine", o.schedule)
     _require(math.isfinite(o.lr) and o.lr > 0, "optim.lr", "positive and finite", o.lr)

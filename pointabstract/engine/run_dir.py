@@ -26,7 +26,7 @@ __all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunL
 
 # keys that may differ on --resume without changing what is trained: how long, where it runs,
 # how it is logged, how fast evaluation batches are
-FREE_TO_CHANGE = frozenset({"optim.epochs", "device", "data.workers", "data.eval_batch_size",
+FREE_TO_CHANGE = frozenset({"optim.epochs", "optim.max_steps", "device", "data.workers", "data.eval_batch_size",
                             "log.out_dir", "log.progress", "log.tensorboard", "log.eval_every"})
 
 # what `train` writes into a run folder (the last three are the tasks' report figures):
@@ -213,8 +213,10 @@ def record_config_changes(out: str | Path, changes: dict[str, tuple], *, epoch: 
 class RunLog:
     """Rank 0's outputs: config.yaml, metrics.jsonl, TensorBoard, checkpoints, plots."""
 
-    def __init__(self, out: Path, cfg: RunConfig, resume: bool, start: int, changes: dict):
+    def __init__(self, out: Path, cfg: RunConfig, resume: bool, start: int, changes: dict, *,
+                 epochs: int | None = None):
         self.out, self.cfg = out, cfg
+        self.epochs = cfg.optim.epochs if epochs is None else epochs  # this run's length
         if changes:
             record_config_changes(out, changes, epoch=start)
         (out / "config.yaml").write_text(yaml.safe_dump(to_flat(cfg), sort_keys=True))
@@ -254,7 +256,7 @@ class RunLog:
         if self.cfg.log.progress:  # one line per epoch: readable in a terminal and in a log file
             shown = " ".join(f"{k} {v:.4g}" for k, v in row.items()
                              if k.startswith(("train_", "test_")) and isinstance(v, float))
-            print(f"epoch {row['epoch']}/{self.cfg.optim.epochs} {shown} ({row['epoch_s']:.1f} s)",
+            print(f"epoch {row['epoch']}/{self.epochs} {shown} ({row['epoch_s']:.1f} s)",
                   flush=True)
 
     def finish(self, metrics: dict, task, *, epoch: int) -> None:

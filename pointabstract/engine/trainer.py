@@ -58,8 +58,9 @@ class ShardSampler(torch.utils.data.Sampler):
         return len(range(self.rank, self.used, self.world))
 
 
-def build_optimizer(cfg: RunConfig, model: torch.nn.Module):
-    """Adam + step decay (the paper: 1e-3, x0.7 every 20 epochs) or AdamW + cosine."""
+def build_optimizer(cfg: RunConfig, model: torch.nn.Module, *, epochs: int | None = None):
+    """Adam + step decay (the paper: 1e-3, x0.7 every 20 epochs) or AdamW + cosine over
+    ``epochs`` (default ``optim.epochs``; the trainer passes the epochs a step budget leaves)."""
     o = cfg.optim
     if o.optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
@@ -67,15 +68,15 @@ def build_optimizer(cfg: RunConfig, model: torch.nn.Module):
         opt = torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
     else:
         raise ValueError(f"optim.optimizer must be 'adam' or 'adamw', got {o.optimizer!r}")
-    return opt, _build_schedule(opt, cfg)
+    return opt, _build_schedule(opt, cfg, cfg.optim.epochs if epochs is None else epochs)
 
 
-def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig):
+def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig, epochs: int):
     o = cfg.optim
     if o.schedule == "step":
         return torch.optim.lr_scheduler.StepLR(opt, step_size=o.step_size, gamma=o.gamma)
     if o.schedule == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, o.epochs))
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
     raise ValueError(f"optim.schedule must be 'step' or 'cosine', got {o.schedule!r}")
 
 
@@ -165,6 +166,10 @@ def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[
     if cfg.optim.epochs < ckpt["epoch"]:
         raise ValueError(f"optim.epochs {cfg.optim.epochs} is below the {ckpt['epoch']} epochs {out / 'last.pt'} "
                          f"has already trained; resume with optim.epochs >= {ckpt['epoch']}")
+    if 0 < cfg.optim.max_steps < ckpt["step"]:
+        raise ValueError(f"optim.max_steps {cfg.optim.max_steps} is below the {ckpt['step']} steps "
+                         f"{out / 'last.pt'} has already trained; resume with optim.max_steps >= {ckpt['step']} "
+                         "(or 0: no step budget)")
     changes = config_changes(upgrade_flat(dict(ckpt["config"])), to_flat(cfg))
     refused = {k: v for k, v in changes.items() if k not in FREE_TO_CHANGE}
     if refused and not allow_config_change:
@@ -207,7 +212,14 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
             convert_sync_batchnorm(core)
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
-    opt, sched = build_optimizer(cfg, core)
+    d, world = cfg.data, ctx.world_size
+    train_sampler = ShardSampler(len(train_ds), rank=ctx.rank, world_size=world, shuffle=True, seed=cfg.seed,
+                                 batch_size=d.batch_size)
+    train_loader = make_loader(train_ds, train_sampler, d.batch_size // world, d.workers)
+    test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=world),
+                              d.eval_batch_size, d.workers, generator=torch.Generator().manual_seed(cfg.seed))
+    epochs = run_epochs(cfg, len(train_loader))
+    opt, sched = build_optimizer(cfg, core, epochs=epochs)
     sign = 1.0 if task.mode == "max" else -1.0  # best.pt keeps the largest sign * metric
     start, step, best, best_epoch = 0, 0, -math.inf, 0
     if ckpt is not None:
@@ -220,29 +232,23 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         except (ValueError, KeyError, RuntimeError) as err:
             raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
         if any(key.startswith("optim.") for key in changes):
-            _replay_schedule(opt, sched, cfg, ckpt["epoch"])
+            _replay_schedule(opt, sched, cfg, ckpt["epoch"], epochs)
         start, step, best, best_epoch = ckpt["epoch"], ckpt["step"], ckpt["best_metric"], ckpt["best_epoch"]
         set_rng_state(ckpt["rng"])
-    d, world = cfg.data, ctx.world_size
-    train_sampler = ShardSampler(len(train_ds), rank=ctx.rank, world_size=world, shuffle=True, seed=cfg.seed,
-                                 batch_size=d.batch_size)
-    train_loader = make_loader(train_ds, train_sampler, d.batch_size // world, d.workers)
-    test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=world),
-                              d.eval_batch_size, d.workers, generator=torch.Generator().manual_seed(cfg.seed))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) \
         if cfg.amp and ctx.device.type == "cuda" else contextlib.nullcontext
-    log = RunLog(out, cfg, resume, start, changes) if ctx.is_main else None
+    log = RunLog(out, cfg, resume, start, changes, epochs=epochs) if ctx.is_main else None
     if ctx.is_main and ckpt is not None:
         log.repair_best(ckpt)
     metrics: dict = dict(ckpt["metrics"]) if ckpt is not None else {}
-    stop = cfg.optim.epochs if max_epochs is None else min(cfg.optim.epochs, start + max_epochs)
+    stop = epochs if max_epochs is None else min(epochs, start + max_epochs)
     for epoch in range(start, stop):
         train_ds.set_epoch(epoch)
         train_sampler.set_epoch(epoch)
-        stats, step = _train_epoch(task, model, train_loader, opt, cfg, ctx, autocast, epoch, step)
+        stats, step = _train_epoch(task, model, train_loader, opt, cfg, ctx, autocast, (epoch, epochs), step)
         sched.step()
         row = {"epoch": epoch + 1, "step": step, **stats, "lr": opt.param_groups[0]["lr"]}
-        if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == cfg.optim.epochs:
+        if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == epochs:
             try:
                 metrics = task.evaluate(core, test_loader, ctx.device, autocast=autocast)
             except ValueError as err:
@@ -260,18 +266,26 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
                      "best_metric": best, "best_epoch": best_epoch, "metrics": metrics}
             log.epoch(row, state, is_best=best_epoch == epoch + 1)
         ctx.barrier()
-    if ctx.is_main and stop == cfg.optim.epochs:
+    if ctx.is_main and stop == epochs:
         log.finish(metrics, task, epoch=stop)
     return metrics
 
 
-def _replay_schedule(opt, sched, cfg: RunConfig, epochs_done: int) -> None:
+def run_epochs(cfg: RunConfig, steps_per_epoch: int) -> int:
+    """How many epochs a run trains: ``optim.epochs``, or fewer when ``optim.max_steps`` ends it
+    earlier (the last of them then stops mid-epoch). The cosine schedule spans these epochs."""
+    if cfg.optim.max_steps <= 0 or steps_per_epoch <= 0:
+        return cfg.optim.epochs
+    return min(cfg.optim.epochs, math.ceil(cfg.optim.max_steps / steps_per_epoch))
+
+
+def _replay_schedule(opt, sched, cfg: RunConfig, epochs_done: int, epochs: int) -> None:
     """After resuming with changed ``optim.*`` settings, set the scheduler and the learning rate
     to what a run started with ``cfg`` has after ``epochs_done`` epochs (its schedule replayed on
     a probe optimizer: the same floating-point steps as the uninterrupted run), and the weight
     decay to ``cfg``'s. The optimizer's moments are kept."""
     probe_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.optim.lr)
-    probe = _build_schedule(probe_opt, cfg)
+    probe = _build_schedule(probe_opt, cfg, epochs)
     for _ in range(epochs_done):
         probe_opt.step()  # no gradients: changes nothing, keeps the scheduler's order check quiet
         probe.step()
@@ -301,14 +315,18 @@ def _last_good(out: Path) -> str:
     return "no checkpoint was written before (lower optim.lr or set optim.grad_clip)"
 
 
-def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epoch, step):
+def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epochs, step):
+    """One pass over ``loader`` (or up to ``optim.max_steps``); ``epochs`` is (this epoch, of how many)."""
+    epoch, total = epochs
     model.train()
     params = [p for p in model.parameters() if p.numel()]
     sums: dict[str, float] = {"loss": 0.0}
     seen, started = 0, time.perf_counter()
-    bar = tqdm(loader, desc=f"epoch {epoch + 1}/{cfg.optim.epochs}", leave=False,
+    bar = tqdm(loader, desc=f"epoch {epoch + 1}/{total}", leave=False,
                disable=not (ctx.is_main and cfg.log.progress and sys.stderr.isatty()))
     for batch in bar:
+        if cfg.optim.max_steps and step >= cfg.optim.max_steps:  # the step budget ends the run mid-epoch
+            break
         try:
             with autocast():
                 loss, stats = task.step(model, batch, ctx.device)

@@ -276,3 +276,29 @@ def test_resuming_below_the_epochs_done_is_refused(tiny_overrides, tmp_path):
     train(load_config(None, [*tiny_overrides, "optim.epochs=2"]))
     with pytest.raises(ValueError, match=r"optim.epochs 1 is below the 2 epochs .*last\.pt has already trained"):
         train(load_config(None, [*tiny_overrides, "optim.epochs=1"]), resume=True)
+
+
+def test_a_step_budget_ends_the_run_mid_epoch(tiny_overrides, tmp_path):
+    # 24 training shapes in batches of 8: 3 steps an epoch, so 7 steps end in epoch 3
+    cfg = load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=cosine"])
+    metrics = train(cfg)
+    out = tmp_path / "run"
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["epoch"], r["step"]) for r in rows] == [(1, 3), (2, 6), (3, 7)]
+    assert rows[-1]["lr"] == 0  # the cosine schedule spans the 3 epochs the budget leaves
+    assert load_checkpoint(out / "last.pt")["step"] == 7 and (out / "report.md").is_file()
+    assert metrics["samples"] == 12
+    train(cfg, resume=True)  # a finished run stays finished
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 3
+    with pytest.raises(ValueError, match=r"optim.max_steps 5 is below the 7 steps .* has already trained"):
+        train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=5",
+                                 "optim.schedule=cosine"]), resume=True)
+
+
+def test_a_step_budget_of_whole_epochs_is_the_epoch_run(tiny_overrides, tmp_path):
+    base = [*tiny_overrides, "optim.schedule=cosine"]
+    train(load_config(None, [*base, "optim.epochs=2", f"log.out_dir={tmp_path / 'epochs'}"]))
+    train(load_config(None, [*base, "optim.epochs=50", "optim.max_steps=6", f"log.out_dir={tmp_path / 'steps'}"]))
+    wa = load_checkpoint(tmp_path / "epochs" / "last.pt")["model"]
+    wb = load_checkpoint(tmp_path / "steps" / "last.pt")["model"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
