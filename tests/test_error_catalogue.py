@@ -254,6 +254,8 @@ CLI_ROWS = [
                                      "--out", "{tmp}/data.md"],
      r"nothing to run: --root .* holds no ModelNet layout and --synth-per-class 0 skips the generation row"),
     ("bench sequoia: N = 0", ["bench", "sequoia", "--ns", "0"], r"--ns must be >= 1, got \[0\]"),
+    ("bench capsules: --results under a file", ["bench", "capsules", "--results", "{file}/bench"],
+     r"--results .*file/bench/capsules.md: folder .*file is a file, not a folder"),
 ]
 
 

@@ -261,6 +261,7 @@ def _ratios(rows: list[dict]) -> list[str]:
 
 def _check_options(args, *, steps: int, train_caps, points: int, test: int, probe) -> None:
     """Refuse, before any work, options that are out of range or select nothing to measure."""
+    from ..engine.run_dir import check_writable_file
     from .records import check_at_least, kept
 
     if not args.routings:
@@ -278,6 +279,9 @@ def _check_options(args, *, steps: int, train_caps, points: int, test: int, prob
         check_at_least("--max-batch-limit", args.max_batch_limit, 0, "0: skip")
         if not args.cap_mb > 0:
             raise ValueError(f"--cap-mb must be > 0, got {args.cap_mb}")
+    for path in (Path(args.results) / "capsules.md", Path(args.results) / "capsules.json", args.out):
+        if path:
+            check_writable_file(path, what="--out" if path == args.out else "--results")
     if steps > 0:
         if not train_caps:
             raise ValueError(f"--train-caps selects no capsule count; choose from {sorted(SIZES)}")

@@ -28,6 +28,7 @@ import contextlib
 import math
 import statistics
 import time
+from pathlib import Path
 
 __all__ = ["HOSTS", "VARIANTS", "add_arguments", "format_costs", "format_table", "main", "measure_cost",
            "train_eval"]
@@ -262,6 +263,7 @@ def main(args: argparse.Namespace) -> int:
 
     import torch
 
+    from ..engine.run_dir import check_writable_file
     from .measure import run_isolated
     from .records import check_at_least
     from .seeds import run_seeds, summarise, write_results
@@ -276,6 +278,8 @@ def main(args: argparse.Namespace) -> int:
         check_at_least("--seeds", args.seeds, 1, "training runs per variant")
         check_at_least("--steps", steps, 1)
         check_at_least("--eval-samples", evals, 0, "0: all")
+        record = Path(args.out_dir) / f"contextpool_{steps}steps_{args.seeds}seeds.md"
+        check_writable_file(record, what="--out-dir")
     started = time.perf_counter()
     print(f"# bench contextpool: {steps} steps per run, {args.seeds} seeds, data {args.data}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)

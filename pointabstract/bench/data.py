@@ -230,11 +230,14 @@ def main(args: argparse.Namespace, command: str = "python tools/benchmark_data.p
 def _check_options(args: argparse.Namespace) -> None:
     """Refuse, before any work, options out of range or a run with nothing to time."""
     from ..data import MODELNET_LAYOUTS, detect_layout
+    from ..engine.run_dir import check_writable_file
 
     for option in ("shapes", "points", "txt_points", "num_points", "batch_size", "epochs"):
         check_at_least(f"--{option.replace('_', '-')}", getattr(args, option), 1)
     check_at_least("--workers", args.workers, 0)
     check_at_least("--synth-per-class", args.synth_per_class, 0, "0: skip")
+    if args.out:
+        check_writable_file(args.out)
     if args.root is None or args.synth_per_class > 0:
         return
     for layout in MODELNET_LAYOUTS:

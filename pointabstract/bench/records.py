@@ -52,6 +52,7 @@ def write_records(texts: Mapping[str | Path, str], *, measured: int, what: str,
     Raises:
         ValueError: ``measured`` is 0 (nothing is written, not even a folder).
         IsADirectoryError: a record path is a folder.
+        PermissionError: a record is read-only (the user protected it; nothing is written).
     """
     paths = [Path(p) for p in texts]
     if measured < 1:
@@ -60,6 +61,8 @@ def write_records(texts: Mapping[str | Path, str], *, measured: int, what: str,
     for path in paths:
         if path.is_dir():
             raise IsADirectoryError(f"{path} is a folder, not a record file")
+        if path.exists() and not os.access(path, os.W_OK):  # a rename would bypass the protection
+            raise PermissionError(f"{path} is read-only, so nothing is written ({kept(paths)})")
     temporaries = []
     try:
         for path, text in zip(paths, texts.values()):

@@ -208,6 +208,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the benchmark with parsed ``args`` and print the table."""
     import torch
 
+    from ..engine.run_dir import check_writable_file
     from .records import check_at_least, write_records
 
     if not args.ns or min(args.ns) < 1:
@@ -216,6 +217,8 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--layers selects no layer; choose from {list(LAYERS)}")
     for option in ("dim", "heads", "batch", "repeats"):
         check_at_least(f"--{option}", getattr(args, option), 1)
+    if args.out:
+        check_writable_file(args.out)
     print(f"# bench sequoia: one layer fwd+bwd, dim {args.dim}, {args.heads} heads, batch {args.batch}, "
           f"{args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     rows = run(args.ns, layers=args.layers, dim=args.dim, heads=args.heads, batch=args.batch,

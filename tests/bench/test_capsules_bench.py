@@ -98,13 +98,16 @@ def _no_work(monkeypatch):
     (["--skip-timing", "--train-steps", "-3"], r"--train-steps must be >= 0 \(0: no training\), got -3"),
     (["--repeats", "0", "--train-steps", "0"], r"--repeats must be >= 1, got 0"),
     (["--batch", "0"], r"--batch must be >= 1, got 0"),
+    (["--out", "{results}"], r"--out .* is a folder; give a file name"),
+    (["--results", "{results}/capsules.md"], r"--results .*capsules.md/capsules.md: folder .*capsules.md is a file, not a folder"),
 ])
 def test_an_empty_selection_is_refused_up_front_in_one_line(argv, match, tmp_path, capsys, monkeypatch):
     from pointabstract.cli import main as cli
 
     before = _previous_record(tmp_path, "capsules")
     _no_work(monkeypatch)
-    assert cli(["bench", "capsules", *argv, "--results", str(tmp_path)]) == 2
+    argv = [a.format(results=tmp_path) for a in argv]
+    assert cli(["bench", "capsules", "--results", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert re.fullmatch("error: " + match + "\n", err), err

@@ -109,3 +109,18 @@ def test_an_empty_selection_is_refused_before_any_work(argv, match, tmp_path, ca
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert re.fullmatch("error: " + match + "\n", err), err
     assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_an_out_dir_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from pointabstract.bench import measure
+    from pointabstract.cli import main as cli
+
+    (tmp_path / "file").write_text("x")
+
+    def work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(measure, "run_isolated", work)
+    assert cli(["bench", "contextpool", "--out-dir", str(tmp_path / "file")]) == 2
+    assert re.fullmatch(r"error: --out-dir .*file/contextpool_60steps_3seeds.md: folder .*file is a file, "
+                        r"not a folder\n", capsys.readouterr().err)

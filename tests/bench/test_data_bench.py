@@ -78,3 +78,17 @@ def test_an_empty_run_writes_nothing(tmp_path, monkeypatch):
                                          r"left as it was\)$"):
         bench.main(parser.parse_args(["--out", str(out)]))
     assert out.read_text() == "previous\n"
+
+
+def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from pointabstract.cli import main as cli
+
+    (tmp_path / "file").write_text("x")
+
+    def work(**kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(bench, "run", work)
+    assert cli(["bench", "data", "--out", str(tmp_path / "file" / "d.md")]) == 2
+    assert re.fullmatch(r"error: --out .*file/d.md: folder .*file is a file, not a folder\n",
+                        capsys.readouterr().err)

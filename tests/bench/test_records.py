@@ -1,6 +1,7 @@
 """Benchmark records: written atomically, and never when nothing was measured."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,13 @@ def test_a_folder_in_the_way_is_one_line(tmp_path):
     (tmp_path / "b.md").mkdir()
     with pytest.raises(IsADirectoryError, match=r"^.*b.md is a folder, not a record file$"):
         write_records({tmp_path / "b.md": "x"}, measured=1, what="bench b")
+
+
+def test_a_read_only_record_is_kept(tmp_path, monkeypatch):
+    md, js = _previous(tmp_path)
+    # chmod 0o444 does not stop root: stand in for the permission check instead
+    monkeypatch.setattr(records.os, "access", lambda path, mode: Path(path) != md)
+    with pytest.raises(PermissionError, match=r"^.*b.md is read-only, so nothing is written \(.*b.md and "
+                                              r".*b.json are left as they were\)$"):
+        write_records({md: "new", js: "{}"}, measured=1, what="bench b")
+    assert md.read_bytes() == b"# b\n\n| old | table |\n" and js.read_bytes() == b'{"rows": [1, 2, 3]}'

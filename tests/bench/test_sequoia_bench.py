@@ -69,3 +69,18 @@ def test_a_run_where_every_size_failed_keeps_the_previous_table(tmp_path, capsys
     assert main(["bench", "sequoia", "--ns", "0", "128", "--out", str(out)]) == 2
     assert re.fullmatch(r"error: --ns must be >= 1, got \[0, 128\]\n", capsys.readouterr().err)
     assert out.read_bytes() == before
+
+
+def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from pointabstract.bench import sequoia
+    from pointabstract.cli import main
+
+    (tmp_path / "file").write_text("x")
+
+    def work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(sequoia, "run", work)
+    assert main(["bench", "sequoia", "--ns", "128", "--out", str(tmp_path / "file" / "s.md")]) == 2
+    assert re.fullmatch(r"error: --out .*file/s.md: folder .*file is a file, not a folder\n",
+                        capsys.readouterr().err)
