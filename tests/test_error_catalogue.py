@@ -255,7 +255,7 @@ CLI_ROWS = [
      r"nothing to run: --root .* holds no ModelNet layout and --synth-per-class 0 skips the generation row"),
     ("bench sequoia: N = 0", ["bench", "sequoia", "--ns", "0"], r"--ns must be >= 1, got \[0\]"),
     ("bench capsules: --results under a file", ["bench", "capsules", "--results", "{file}/bench"],
-     r"--results .*file/bench/capsules.md: folder .*file is a file, not a folder"),
+     r"--results .*file/bench/capsules.md: folder .*file/bench cannot be written: Not a directory"),
 ]
 
 
