@@ -19,11 +19,13 @@ import pytest
 import torch
 
 from pointabstract import data, ops
+from pointabstract.bench.seeds import write_results
 from pointabstract.cli import main
 from pointabstract.data import LayoutNotFoundError
 from pointabstract.engine import atomic_save, load_checkpoint, load_config
 from pointabstract.engine.run_dir import claim_run_folder
 from pointabstract.engine.distributed import check_device
+from pointabstract.interop import pyg
 from pointabstract.models import build_model
 from pointabstract.nn import ContextPool
 
@@ -185,7 +187,7 @@ ROWS = [
     ("checkpoint: missing", lambda t: load_checkpoint(t / "none.pt"), FileNotFoundError,
      r"checkpoint .*none.pt does not exist"),
     ("checkpoint: not a torch file", lambda t: load_checkpoint(_write(t / "g.pt", "garbage")), ValueError,
-     r"g.pt is not a readable checkpoint \(UnpicklingError"),
+     r"g.pt is not a readable checkpoint \(not a torch zip archive: it starts with b'garb'\)"),
     ("checkpoint: a plain state_dict",
      lambda t: load_checkpoint(torch.save(torch.nn.Linear(2, 2).state_dict(), t / "sd.pt") or t / "sd.pt"),
      ValueError, r"sd.pt is not a pointabstract checkpoint \(a plain state_dict, missing \['config', 'epoch'"),
@@ -225,6 +227,24 @@ ROWS = [
      r"data.batch_size must be >= 1, got 0"),
     ("device: unknown name", lambda t: check_device("gpu0"), ValueError,
      r"device must be cpu, cuda or cuda:N, got 'gpu0'"),
+    # --- interop: the torch_cluster / PyG drop-ins ---------------------------------------------
+    ("pyg.fps: ptr not sorted", lambda t: pyg.fps(P[0], ptr=[0, 40, 30, 64]), ValueError,
+     r"ptr must be sorted in ascending order, got \[0, 40, 30, 64\]"),
+    ("pyg.fps: ptr does not end at N", lambda t: pyg.fps(P[0], ptr=torch.tensor([0, 32, 60])), ValueError,
+     r"ptr must start at 0 and end at N = 64, got 0 \.\.\. 60"),
+    ("pyg.fps: ptr of one entry", lambda t: pyg.fps(P[0], ptr=[64]), ValueError,
+     r"ptr must have shape \(B \+ 1,\) with B >= 1, got \(1,\)"),
+    ("pyg.fps: batch and ptr disagree", lambda t: pyg.fps(P[0], torch.zeros(64, dtype=torch.int64), ptr=[0, 32, 64]),
+     ValueError, r"batch and ptr describe different clouds: sizes \[64\] and \[32, 32\]"),
+    ("pyg.fps: a ratio above 1", lambda t: pyg.fps(P[0], ptr=[0, 32, 64], ratio=torch.tensor([0.5, 2.0])),
+     ValueError, r"ratio values must lie in \(0, 1\], got 2.0"),
+    ("pyg.fps: one ratio too many", lambda t: pyg.fps(P[0], ptr=[0, 32, 64], ratio=torch.tensor([0.5] * 3)),
+     ValueError, r"ratio must be a number, a 0-d tensor or one value per cloud \(B = 2\), got shape \(3,\)"),
+    ("pyg.radius: ignore_same_index not a bool", lambda t: pyg.radius(P[0], P[0], 0.5, ignore_same_index="no"),
+     TypeError, r"ignore_same_index must be a bool, got str"),
+    # --- benchmark records --------------------------------------------------------------------
+    ("write_results: nothing measured", lambda t: write_results("x", [], "", out_dir=t), ValueError,
+     r"bench x measured nothing, so nothing is written \(.*x.md and .*x.json are left as they were\)"),
 ]
 
 CLI_ROWS = [
@@ -247,6 +267,20 @@ CLI_ROWS = [
     ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
     ("train: --resume and --overwrite", ["train", "demo", "--resume", "--overwrite"],
      r"--resume continues the run in log.out_dir and --overwrite replaces it: give one"),
+    ("bench capsules: nothing to run", ["bench", "capsules", "--skip-timing", "--train-steps", "0",
+                                        "--results", "{tmp}/bench"],
+     r"nothing to run: --skip-timing and --train-steps 0 select no measurement \(.*capsules.md and "
+     r".*capsules.json are left as they were\)"),
+    ("bench capsules: zero seeds", ["bench", "capsules", "--seeds", "0", "--results", "{tmp}/bench"],
+     r"--seeds must be >= 1 \(training runs per routing\), got 0"),
+    ("bench contextpool: zero steps", ["bench", "contextpool", "--steps", "0", "--out-dir", "{tmp}/bench"],
+     r"--steps must be >= 1, got 0"),
+    ("bench data: nothing to time", ["bench", "data", "--root", "{tmp}", "--synth-per-class", "0",
+                                     "--out", "{tmp}/data.md"],
+     r"nothing to run: --root .* holds no ModelNet layout and --synth-per-class 0 skips the generation row"),
+    ("bench sequoia: N = 0", ["bench", "sequoia", "--ns", "0"], r"--ns must be >= 1, got \[0\]"),
+    ("bench capsules: --results under a file", ["bench", "capsules", "--results", "{file}/bench"],
+     r"--results .*file/bench/capsules.md: folder .*file/bench cannot be written: Not a directory"),
 ]
 
 

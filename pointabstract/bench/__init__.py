@@ -3,6 +3,9 @@
 Every benchmark is a module here with ``add_arguments(parser)`` and ``main(args) -> int``
 (the module docstring's first line is the command's help), listed once in :data:`BENCHES`.
 Comparisons over seeds share :mod:`.seeds` (mean ± std, markdown + JSON under runs/bench/).
+Every record (those files, and the ``--out`` tables) is written through :mod:`.records`:
+atomically, and never by a run that measured nothing; options that select nothing to measure
+are refused before any work, with one line.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ latent capsules (``capsule_ae_small_*``: 512 x 16 -> 12 x 128) and 64 (``capsule
   probe on 200 / 100 shapes. ``--full``: 1,500 steps, 12 and 64 capsules, 2,048 points, every
   test shape, probe on 2,000 / 1,000 shapes (hours on 2 CPU cores).
 
-The results go to ``runs/bench/capsules.md`` and ``.json`` (``--results``).
+The results go to ``runs/bench/capsules.md`` and ``.json`` (``--results``), replaced atomically;
+options that select nothing to measure are refused before any work, and the previous record kept.
 Everything runs on the CPU; times depend on the machine and its load.
 """
 
@@ -34,6 +35,7 @@ import json
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 __all__ = ["PAPER_TABLE4", "add_arguments", "build", "fits", "format_table", "main", "max_batch",
            "measure_step"]
@@ -214,8 +216,6 @@ FULL = {"steps": 1500, "caps": [12, 64], "points": 2048, "test": 0, "probe": [20
 
 
 def _data_root(args) -> str:
-    from pathlib import Path
-
     if args.data is not None:
         return args.data
     hard, easy = "datasets/synthetic-hard", "datasets/synthetic"
@@ -259,16 +259,50 @@ def _ratios(rows: list[dict]) -> list[str]:
     return out
 
 
+def _check_options(args, *, steps: int, train_caps, points: int, test: int, probe) -> None:
+    """Refuse, before any work, options that are out of range or select nothing to measure."""
+    from ..engine.run_dir import check_writable_file
+    from .records import check_at_least, kept
+
+    if not args.routings:
+        raise ValueError(f"--routings selects no routing; choose from {list(ROUTINGS)}")
+    check_at_least("--train-steps", steps, 0, "0: no training")
+    if args.skip_timing and steps == 0:
+        records = [Path(args.results) / "capsules.md", Path(args.results) / "capsules.json"]
+        raise ValueError(f"nothing to run: --skip-timing and --train-steps 0 select no measurement "
+                         f"({kept(records)})")
+    if not args.skip_timing:
+        if not args.caps:
+            raise ValueError(f"--caps selects no capsule count; choose from {sorted(SIZES)}")
+        for option in ("batch", "points", "repeats", "cap_points"):
+            check_at_least(f"--{option.replace('_', '-')}", getattr(args, option), 1)
+        check_at_least("--max-batch-limit", args.max_batch_limit, 0, "0: skip")
+        if not args.cap_mb > 0:
+            raise ValueError(f"--cap-mb must be > 0, got {args.cap_mb}")
+    for path in (Path(args.results) / "capsules.md", Path(args.results) / "capsules.json", args.out):
+        if path:
+            check_writable_file(path, what="--out" if path == args.out else "--results")
+    if steps > 0:
+        if not train_caps:
+            raise ValueError(f"--train-caps selects no capsule count; choose from {sorted(SIZES)}")
+        check_at_least("--seeds", args.seeds, 1, "training runs per routing")
+        check_at_least("--train-points", points, 1)
+        check_at_least("--test-shapes", test, 0, "0: all")
+        check_at_least("--probe", min(probe), 0, "0 0: skip")
+
+
 def main(args: argparse.Namespace) -> int:
     from .capsule_training import train_run
+    from .records import write_records
     from .seeds import run_seeds, write_results
 
     budget = FULL if args.full else SHORT
     steps = budget["steps"] if args.train_steps is None else args.train_steps
-    train_caps = args.train_caps or budget["caps"]
-    points = args.train_points or budget["points"]
+    train_caps = budget["caps"] if args.train_caps is None else args.train_caps
+    points = budget["points"] if args.train_points is None else args.train_points
     test = budget["test"] if args.test_shapes is None else args.test_shapes
-    probe = args.probe or budget["probe"]
+    probe = budget["probe"] if args.probe is None else args.probe
+    _check_options(args, steps=steps, train_caps=train_caps, points=points, test=test, probe=probe)
     rows = [] if args.skip_timing else _timing_rows(args)
     runs, sections = [], []
     if steps > 0:
@@ -295,8 +329,8 @@ def main(args: argparse.Namespace) -> int:
                   command=_command(),
                   notes="Times and memory: one CPU process on a shared machine; the paper's are GPU numbers.")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"cost": rows, "runs": runs}, f, indent=1)
+        write_records({args.out: json.dumps({"cost": rows, "runs": runs}, indent=1)},
+                      measured=len(rows) + len(runs), what="bench capsules")
     return 0
 
 

@@ -28,6 +28,7 @@ import contextlib
 import math
 import statistics
 import time
+from pathlib import Path
 
 __all__ = ["HOSTS", "VARIANTS", "add_arguments", "format_costs", "format_table", "main", "measure_cost",
            "train_eval"]
@@ -262,12 +263,23 @@ def main(args: argparse.Namespace) -> int:
 
     import torch
 
+    from ..engine.run_dir import check_writable_file
     from .measure import run_isolated
+    from .records import check_at_least
     from .seeds import run_seeds, summarise, write_results
 
     steps, evals = (400, 0) if args.long else (args.steps, args.eval_samples)
+    if not args.hosts:
+        raise ValueError(f"--hosts selects no host; choose from {list(HOSTS)}")
     if "none" not in args.variants:
         raise ValueError(f"variants must include 'none' (the reference), got {args.variants}")
+    check_at_least("--repeats", args.repeats, 1)
+    if not args.cost_only:
+        check_at_least("--seeds", args.seeds, 1, "training runs per variant")
+        check_at_least("--steps", steps, 1)
+        check_at_least("--eval-samples", evals, 0, "0: all")
+        record = Path(args.out_dir) / f"contextpool_{steps}steps_{args.seeds}seeds.md"
+        check_writable_file(record, what="--out-dir")
     started = time.perf_counter()
     print(f"# bench contextpool: {steps} steps per run, {args.seeds} seeds, data {args.data}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..data import MODELNET40, sample_surface, write_off
+from .records import check_at_least, kept, write_records
 
 __all__ = ["Row", "add_arguments", "format_table", "main", "random_meshes", "run", "time_loader",
            "write_modelnet_hdf5", "write_modelnet_off", "write_modelnet_resampled"]
@@ -212,6 +213,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, command: str = "python tools/benchmark_data.py") -> int:
     """Run the benchmark with parsed ``args``, print (and optionally write) the table."""
+    _check_options(args)
     print(f"# data benchmark: `{command}` on {environment()}", flush=True)
     rows = run(shapes=args.shapes, points=args.points, txt_points=args.txt_points, num_points=args.num_points,
                workers=args.workers, batch_size=args.batch_size, epochs=args.epochs, root=args.root,
@@ -219,7 +221,31 @@ def main(args: argparse.Namespace, command: str = "python tools/benchmark_data.p
     table = format_table(rows)
     print("\n" + table)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(f"# Data benchmark\n\n`{command}` on {environment()}.\n\n{table}\n")
+        write_records({args.out: f"# Data benchmark\n\n`{command}` on {environment()}.\n\n{table}\n"},
+                      measured=len(rows), what="bench data")
         print(f"wrote {args.out}")
     return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse, before any work, options out of range or a run with nothing to time."""
+    from ..data import MODELNET_LAYOUTS, detect_layout
+    from ..engine.run_dir import check_writable_file
+
+    for option in ("shapes", "points", "txt_points", "num_points", "batch_size", "epochs"):
+        check_at_least(f"--{option.replace('_', '-')}", getattr(args, option), 1)
+    check_at_least("--workers", args.workers, 0)
+    check_at_least("--synth-per-class", args.synth_per_class, 0, "0: skip")
+    if args.out:
+        check_writable_file(args.out)
+    if args.root is None or args.synth_per_class > 0:
+        return
+    for layout in MODELNET_LAYOUTS:
+        try:
+            detect_layout(args.root, layout=layout)
+            return
+        except ValueError:
+            continue
+    where = f" ({kept([args.out])})" if args.out else ""
+    raise ValueError(f"nothing to run: --root {args.root} holds no ModelNet layout and --synth-per-class 0 "
+                     f"skips the generation row{where}")

@@ -200,6 +200,7 @@ def main(args) -> int:
     """FPS / KNN / Chamfer against every importable peer."""
     from ..engine.distributed import check_device
     from ..engine.run_dir import check_writable_file
+    from .records import write_records
 
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
@@ -222,11 +223,10 @@ def main(args) -> int:
                if worst is not None else "no peer importable")
     print("\n" + table + "\n\n" + summary)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         command = ("pointabstract bench ops" + (" --quick" if args.quick else "")
                    + (f" --device {args.device}" if args.device != "cpu" else ""))
-        args.out.write_text(f"# Ops benchmark\n\n`{command}` on {env}; medians of "
-                            f"{args.repeats} runs after a warm-up, in milliseconds.\n\n"
-                            f"{table}\n\n{summary}\n")
+        write_records({args.out: f"# Ops benchmark\n\n`{command}` on {env}; medians of "
+                                 f"{args.repeats} runs after a warm-up, in milliseconds.\n\n"
+                                 f"{table}\n\n{summary}\n"}, measured=len(rows), what="bench ops")
         print(f"wrote {args.out}")
     return 0

@@ -1,5 +1,6 @@
 """Run a comparison over several seeds and report mean ± std: the one results format every
-model comparison uses (a markdown table and a JSON file under ``runs/bench/``).
+model comparison uses (a markdown table and a JSON file under ``runs/bench/``, written atomically
+and never by a run that measured nothing: :mod:`.records`).
 
 A difference between two variants is called *beyond the seed spread* when their
 ``mean ± std`` intervals do not overlap (``|m_a - m_b| > s_a + s_b``); with 3 seeds this is a
@@ -13,6 +14,8 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from .records import write_records
 
 __all__ = ["beyond_spread", "format_table", "run_seeds", "seed_list", "summarise", "write_results"]
 
@@ -92,9 +95,13 @@ def format_table(summary: list[dict], columns: Sequence[str], *, labels: dict[st
 
 def write_results(name: str, rows: list[dict], table: str, *, out_dir: str | Path = "runs/bench",
                   command: str = "", notes: str = "") -> tuple[Path, Path]:
-    """``out_dir/<name>.md`` (command, table, notes) and ``out_dir/<name>.json`` (every row)."""
+    """``out_dir/<name>.md`` (command, table, notes) and ``out_dir/<name>.json`` (every row),
+    written atomically (:func:`.records.write_records`).
+
+    Raises:
+        ValueError: ``rows`` is empty: the run measured nothing, and the previous record is kept.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     md, js = out / f"{name}.md", out / f"{name}.json"
     text = [f"# {name}", ""]
     if command:
@@ -104,6 +111,6 @@ def write_results(name: str, rows: list[dict], table: str, *, out_dir: str | Pat
         text += [notes, ""]
     text.append("mean ± sample std over seeds; 'beyond spread' = the mean ± std intervals do not "
                 "overlap (a rough screen with few seeds, not a significance test).")
-    md.write_text("\n".join(text) + "\n")
-    js.write_text(json.dumps({"command": command, "rows": rows}, indent=2))
+    write_records({md: "\n".join(text) + "\n", js: json.dumps({"command": command, "rows": rows}, indent=2)},
+                  measured=len(rows), what=f"bench {name}")
     return md, js

@@ -208,6 +208,17 @@ def main(args: argparse.Namespace) -> int:
     """Run the benchmark with parsed ``args`` and print the table."""
     import torch
 
+    from ..engine.run_dir import check_writable_file
+    from .records import check_at_least, write_records
+
+    if not args.ns or min(args.ns) < 1:
+        raise ValueError(f"--ns must be >= 1, got {args.ns}")
+    if not args.layers:
+        raise ValueError(f"--layers selects no layer; choose from {list(LAYERS)}")
+    for option in ("dim", "heads", "batch", "repeats"):
+        check_at_least(f"--{option}", getattr(args, option), 1)
+    if args.out:
+        check_writable_file(args.out)
     print(f"# bench sequoia: one layer fwd+bwd, dim {args.dim}, {args.heads} heads, batch {args.batch}, "
           f"{args.device}, torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     rows = run(args.ns, layers=args.layers, dim=args.dim, heads=args.heads, batch=args.batch,
@@ -216,8 +227,11 @@ def main(args: argparse.Namespace) -> int:
     table = format_table(rows, fit_from=args.fit_from)
     print("\n" + table)
     if args.out:
-        from pathlib import Path
-
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(f"# Sequoia scaling\n\n{table}\n")
+        # a table whose every run failed (out of memory, timeout) says nothing of the layers
+        measured = [r for r in rows if "error" not in r]
+        failed = next((r for r in rows if "error" in r), None)
+        reason = (f"every run failed; the first: {failed['layer']} at N = {failed['n']}: {failed['error']}"
+                  if failed is not None else "")
+        write_records({args.out: f"# Sequoia scaling\n\n{table}\n"}, measured=len(measured),
+                      what="bench sequoia", reason=reason)
     return 0

@@ -7,12 +7,13 @@ layout that :mod:`pointabstract.ops` works on.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import NamedTuple
 
 import torch
 
-__all__ = ["Padded", "check_nodes", "cloud_sizes", "pad", "positive_int"]
+__all__ = ["Padded", "check_nodes", "cloud_sizes", "pad", "positive_int", "ptr_sizes"]
 
 
 class Padded(NamedTuple):
@@ -40,7 +41,7 @@ def check_nodes(name: str, x, *, flatten: bool = False) -> torch.Tensor:
     if not x.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
     if flatten and x.dim() >= 1:
-        x = x.reshape(x.shape[0], -1)
+        x = x.reshape(x.shape[0], math.prod(x.shape[1:]))  # not -1: (0, 3) stays (0, 3)
     if x.dim() != 2 or x.shape[1] == 0:
         raise ValueError(f"{name} must have shape (N, C) with C >= 1, got {tuple(x.shape)}")
     if not bool(torch.isfinite(x).all()):
@@ -101,6 +102,37 @@ def cloud_sizes(batches: list[tuple[str, torch.Tensor | None, torch.Tensor]],
             counts = torch.bincount(batch, minlength=size)
         out.append(counts)
     return out
+
+
+def ptr_sizes(name: str, ptr, x: torch.Tensor, batch_size: int | None) -> torch.Tensor:
+    """Nodes per cloud, (B,) int64, from CSR pointers ``ptr`` (B + 1,) (torch_cluster's ``ptr``).
+
+    ``ptr`` is a 1-D integer tensor on the nodes' device or a list of ints: ``ptr[0] = 0``,
+    non-decreasing, ``ptr[-1] = N``; cloud b holds nodes ``ptr[b]:ptr[b + 1]`` (``batch =
+    [0, 0, 1, 1, 1, 2]`` is ``ptr = [0, 2, 5, 6]``). ``batch_size``, when given, must be B.
+    """
+    if isinstance(ptr, (list, tuple)):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in ptr):
+            raise TypeError(f"{name} must be an integer tensor or a list of ints, got {list(ptr)!r}")
+        ptr = torch.tensor(ptr, dtype=torch.int64, device=x.device)
+    elif not isinstance(ptr, torch.Tensor) or ptr.dtype.is_floating_point or ptr.dtype.is_complex \
+            or ptr.dtype == torch.bool:
+        got = ptr.dtype if isinstance(ptr, torch.Tensor) else type(ptr).__name__
+        raise TypeError(f"{name} must be an integer tensor or a list of ints, got {got}")
+    if ptr.dim() != 1 or ptr.numel() < 2:
+        raise ValueError(f"{name} must have shape (B + 1,) with B >= 1, got {tuple(ptr.shape)}")
+    if ptr.device != x.device:
+        raise ValueError(f"{name} must be on {x.device} like the nodes, got {ptr.device}")
+    ptr = ptr.long()
+    first, last = int(ptr[0]), int(ptr[-1])
+    if first != 0 or last != x.shape[0]:
+        raise ValueError(f"{name} must start at 0 and end at N = {x.shape[0]}, got {first} ... {last}")
+    counts = ptr[1:] - ptr[:-1]
+    if bool((counts < 0).any()):
+        raise ValueError(f"{name} must be sorted in ascending order, got {ptr.tolist()[:12]}")
+    if batch_size is not None and positive_int("batch_size", batch_size) != counts.numel():
+        raise ValueError(f"batch_size = {batch_size} but {name} holds {counts.numel()} clouds")
+    return counts
 
 
 def pad(x: torch.Tensor, counts: torch.Tensor) -> Padded:

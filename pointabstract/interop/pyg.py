@@ -15,8 +15,15 @@ node indices. Where PyG leaves an order to its implementation, these drop-ins fi
 - ``radius``: a neighbour is strictly inside the ball (``dist2 < r * r``, as pyg-lib); with more
   than ``max_num_neighbors`` of them the lowest indices are kept (pyg-lib's CUDA order; its CPU
   order follows its KD-tree and is documented there as biased), listed in increasing index.
-- ``fps(random_start=True)`` draws each start from torch's global generator
-  (``torch.manual_seed`` makes it reproducible; pyg-lib's CPU kernel uses C ``rand()``).
+- ``fps``: as torch_cluster, also with ``ptr=`` (CSR pointers of the clouds) and a tensor
+  ``ratio`` (0-d or one per cloud); picks are the farthest node, equal distances to the lower
+  index (torch's ``argmax``, as pyg-lib and torch_cluster), so ``random_start=False`` gives
+  their exact indices. ``random_start=True`` draws each start uniformly from torch's global
+  generator (``torch.manual_seed`` makes it reproducible; pyg-lib's and torch_cluster's CPU
+  kernels use C ``rand()``, so the random starts, not the rule, differ). An empty input gives
+  an empty (0,) index.
+- ``radius(..., ignore_same_index=True)``: torch_cluster's option, the ``x`` node with the
+  ``y`` node's flat index is not its neighbour.
 - ``num_workers`` is accepted and ignored: the ops use torch's thread count.
 """
 
@@ -29,7 +36,7 @@ import torch
 from ..ops import ball_query, farthest_point_sample
 from ..ops import knn as _ops_knn
 from ..ops.knn import squared_norm
-from ._ragged import check_nodes, cloud_sizes, pad, positive_int
+from ._ragged import check_nodes, cloud_sizes, pad, positive_int, ptr_sizes
 
 __all__ = ["fps", "fps_naive", "knn", "knn_graph", "knn_naive", "radius", "radius_graph",
            "radius_naive"]
@@ -37,26 +44,33 @@ __all__ = ["fps", "fps_naive", "knn", "knn_graph", "knn_naive", "radius", "radiu
 _FLOWS = ("source_to_target", "target_to_source")
 
 
-def fps(x: torch.Tensor, batch: torch.Tensor | None = None, ratio: float = 0.5,
-        random_start: bool = True, batch_size: int | None = None) -> torch.Tensor:
-    """Farthest point sampling per cloud, like ``torch_geometric.nn.fps``.
+def fps(x: torch.Tensor, batch: torch.Tensor | None = None, ratio: float | torch.Tensor | None = 0.5,
+        random_start: bool = True, batch_size: int | None = None,
+        ptr: torch.Tensor | list[int] | None = None) -> torch.Tensor:
+    """Farthest point sampling per cloud, like ``torch_geometric.nn.fps`` / ``torch_cluster.fps``.
 
     Args:
-        x: (N, C) node positions or features (more trailing dims are flattened).
-        batch: (N,) sorted cloud id of every node; ``None``: one cloud.
-        ratio: share of each cloud to keep, in (0, 1]; cloud b keeps ``ceil(ratio * N_b)``
-            nodes (computed in float32, as PyG).
+        x: (N, C) node positions or features (more trailing dims are flattened); N may be 0.
+        batch: (N,) sorted cloud id of every node; ``None``: one cloud (or the clouds of ``ptr``).
+        ratio: share of each cloud to keep, in (0, 1]: a number, a 0-d tensor, or a (B,) tensor
+            of one ratio per cloud (a (1,) tensor applies to every cloud); ``None``: 0.5 (as
+            torch_cluster). Cloud b keeps ``ceil(N_b * ratio_b)`` nodes, computed as
+            torch_cluster does (``float32(N_b) * ratio`` under torch's type promotion: float32
+            for a number or a 0-d tensor, the tensor's dtype for a (B,) float64 tensor).
         random_start: start each cloud at a random node instead of its first.
-        batch_size: number of clouds B (default: inferred from ``batch``).
+        batch_size: number of clouds B (default: inferred from ``batch`` or ``ptr``).
+        ptr: (B + 1,) CSR pointers of the clouds, an integer tensor or a list of ints (cloud b
+            is nodes ``ptr[b]:ptr[b + 1]``; torch_cluster's ``ptr``). With ``batch`` as well,
+            both must describe the same clouds.
 
     Returns:
-        idx: (M,) int64 flat indices into ``x``: cloud by cloud, each in pick order.
+        idx: (M,) int64 flat indices into ``x``: cloud by cloud, each in pick order; (0,) when
+        there is nothing to sample.
     """
     x = check_nodes("x", x, flatten=True)
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
-        raise ValueError(f"ratio must be a number in (0, 1], got {ratio!r}")
-    (counts,) = cloud_sizes([("batch", batch, x)], batch_size)
-    picks = torch.ceil(counts.to(torch.float32) * ratio).long()
+    counts = _fps_sizes(x, batch, batch_size, ptr)
+    r = _check_ratio(ratio, counts.numel(), x.device)
+    picks = torch.ceil(counts.to(torch.float32) * r).long()
     keep = counts > 0
     if not bool(keep.any()):
         return torch.empty(0, dtype=torch.int64, device=x.device)
@@ -132,8 +146,10 @@ def knn_graph(x: torch.Tensor, k: int, batch: torch.Tensor | None = None, loop: 
 
 def radius(x: torch.Tensor, y: torch.Tensor, r: float, batch_x: torch.Tensor | None = None,
            batch_y: torch.Tensor | None = None, max_num_neighbors: int | None = 32,
-           num_workers: int = 1, batch_size: int | None = None) -> torch.Tensor:
-    """For every node of ``y``, the nodes of ``x`` in its cloud closer than ``r`` (PyG ``radius``).
+           num_workers: int = 1, batch_size: int | None = None,
+           ignore_same_index: bool = False) -> torch.Tensor:
+    """For every node of ``y``, the nodes of ``x`` in its cloud closer than ``r`` (PyG ``radius``,
+    torch_cluster ``radius``).
 
     Args:
         x: (N, C) reference nodes.
@@ -143,6 +159,9 @@ def radius(x: torch.Tensor, y: torch.Tensor, r: float, batch_x: torch.Tensor | N
         max_num_neighbors: at most this many per query, the lowest indices; ``None``: all.
         num_workers: ignored (kept for PyG's signature).
         batch_size: number of clouds B (default: inferred from the batch vectors).
+        ignore_same_index: skip, for ``y`` node ``i``, the ``x`` node of the same flat index
+            ``i`` (torch_cluster's meaning: for ``y`` = ``x`` it drops the self-match, before
+            the ``max_num_neighbors`` are counted, as :func:`radius_graph` without ``loop``).
 
     Returns:
         assign_index: (2, E) int64; row 0 indexes ``y``, row 1 indexes ``x``, grouped by
@@ -153,7 +172,9 @@ def radius(x: torch.Tensor, y: torch.Tensor, r: float, batch_x: torch.Tensor | N
     r = _check_radius(r)
     limit = None if max_num_neighbors is None else positive_int("max_num_neighbors", max_num_neighbors)
     cx, cy = cloud_sizes([("batch_x", batch_x, x), ("batch_y", batch_y, y)], batch_size)
-    return _radius_edges(x, y, r, cx, cy, limit, ignore_same_index=False, same=False)
+    if not isinstance(ignore_same_index, (bool, int)):
+        raise TypeError(f"ignore_same_index must be a bool, got {type(ignore_same_index).__name__}")
+    return _radius_edges(x, y, r, cx, cy, limit, ignore_same_index=bool(ignore_same_index), same=False)
 
 
 def radius_graph(x: torch.Tensor, r: float, batch: torch.Tensor | None = None, loop: bool = False,
@@ -193,6 +214,39 @@ def _check_pair(x, y):
     if x.shape[1] != y.shape[1] or x.dtype != y.dtype or x.device != y.device:
         raise ValueError(f"x and y must share C, dtype and device, got x {tuple(x.shape)} {x.dtype} "
                          f"{x.device} and y {tuple(y.shape)} {y.dtype} {y.device}")
+
+
+def _fps_sizes(x, batch, batch_size, ptr) -> torch.Tensor:
+    """(B,) nodes per cloud from ``batch`` or ``ptr`` (both: they must agree)."""
+    if ptr is None:
+        return cloud_sizes([("batch", batch, x)], batch_size)[0]
+    counts = ptr_sizes("ptr", ptr, x, batch_size)
+    if batch is not None:
+        (from_batch,) = cloud_sizes([("batch", batch, x)], None)
+        if from_batch.numel() > counts.numel() or not torch.equal(
+                counts, torch.cat([from_batch, from_batch.new_zeros(counts.numel() - from_batch.numel())])):
+            raise ValueError(f"batch and ptr describe different clouds: sizes {from_batch.tolist()[:12]} "
+                             f"and {counts.tolist()[:12]}")
+    return counts
+
+
+def _check_ratio(ratio, clouds: int, device):
+    """``ratio`` as a number or a tensor broadcastable to the (B,) clouds, every value in (0, 1]."""
+    if ratio is None:
+        return 0.5
+    if isinstance(ratio, torch.Tensor):
+        if ratio.dtype.is_complex or ratio.dtype == torch.bool:
+            raise TypeError(f"ratio must be a real tensor, got dtype {ratio.dtype}")
+        if ratio.dim() > 1 or (ratio.dim() == 1 and ratio.numel() not in (1, clouds)):
+            raise ValueError(f"ratio must be a number, a 0-d tensor or one value per cloud (B = {clouds}), "
+                             f"got shape {tuple(ratio.shape)}")
+        bad = ~((ratio > 0) & (ratio <= 1))  # NaN is bad too
+        if bool(bad.any()):
+            raise ValueError(f"ratio values must lie in (0, 1], got {ratio[bad].flatten()[0].item()!r}")
+        return ratio.to(device)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+        raise ValueError(f"ratio must be a number in (0, 1], got {ratio!r}")
+    return ratio
 
 
 def _check_radius(r) -> float:
@@ -307,12 +361,14 @@ def _ids(batch, n):
 
 
 def fps_naive(x, batch=None, ratio=0.5, starts=None):
-    """Reference ``fps``; ``starts`` lists each cloud's start (local index; default 0)."""
+    """Reference ``fps`` (torch_cluster's CPU kernel in loops); ``ratio``: a number or a list of
+    one per non-empty cloud; ``starts`` lists each cloud's start (local index; default 0)."""
     ids = _ids(batch, x.shape[0])
     out = []
     for c, b in enumerate(sorted(set(ids))):
         nodes = [i for i in range(len(ids)) if ids[i] == b]
-        take = int(torch.ceil(torch.tensor(float(len(nodes))) * ratio))  # float32, as PyG
+        share = ratio[c] if isinstance(ratio, (list, tuple)) else ratio
+        take = int(torch.ceil(torch.tensor(float(len(nodes))) * share))  # float32, as PyG
         pts = x[nodes].reshape(len(nodes), -1)
         last = 0 if starts is None else int(starts[c])
         mind = torch.full((len(nodes),), math.inf, dtype=x.dtype)

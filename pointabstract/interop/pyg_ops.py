@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from . import pyg as _pyg
-from ._ragged import check_nodes, cloud_sizes
+from ._ragged import check_nodes, cloud_sizes, ptr_sizes
 
 __all__ = ["PygOpsRegistration", "register_pyg_ops"]
 
@@ -43,33 +43,30 @@ _SCHEMAS = {
 _FLAGS = {"fps": "WITH_FPS", "knn": "WITH_KNN", "radius": "WITH_RADIUS"}
 
 
-def _batch(ptr, n):
-    """(B + 1,) offsets -> (n,) sorted cloud ids and B; ``None`` stays one cloud."""
+def _batch(name, ptr, x):
+    """(B + 1,) offsets -> (N,) sorted cloud ids and B; ``None`` stays one cloud."""
     if ptr is None:
         return None, None
-    counts = ptr[1:] - ptr[:-1]
-    ids = torch.repeat_interleave(torch.arange(counts.numel(), device=ptr.device), counts)
-    if ids.numel() != n:
-        raise ValueError(f"ptr covers {ids.numel()} nodes, the tensor has {n}")
-    return ids, counts.numel()
+    counts = ptr_sizes(name, ptr, x, None)
+    return torch.repeat_interleave(torch.arange(counts.numel(), device=x.device), counts), counts.numel()
 
 
 def _fps(src, ptr, ratio=0.5, random_start=True):
-    batch, size = _batch(ptr, src.shape[0])
-    return _pyg.fps(src, batch, ratio, random_start, size)
+    return _pyg.fps(src, None, ratio, random_start, ptr=ptr)
 
 
 def _knn(x, y, ptr_x=None, ptr_y=None, k=1, cosine=False, num_workers=1):
-    bx, sx = _batch(ptr_x, x.shape[0])
-    by, sy = _batch(ptr_y, y.shape[0])
+    x, y = check_nodes("x", x), check_nodes("y", y)
+    bx, sx = _batch("ptr_x", ptr_x, x)
+    by, sy = _batch("ptr_y", ptr_y, y)
     return _pyg.knn(x, y, k, bx, by, cosine, num_workers, max(sx or 1, sy or 1))
 
 
 def _radius(x, y, ptr_x=None, ptr_y=None, r=1.0, max_num_neighbors=32, num_workers=1,
             ignore_same_index=False):
-    bx, sx = _batch(ptr_x, x.shape[0])
-    by, sy = _batch(ptr_y, y.shape[0])
     x, y = check_nodes("x", x), check_nodes("y", y)
+    bx, sx = _batch("ptr_x", ptr_x, x)
+    by, sy = _batch("ptr_y", ptr_y, y)
     cx, cy = cloud_sizes([("ptr_x", bx, x), ("ptr_y", by, y)], max(sx or 1, sy or 1))
     return _pyg._radius_edges(x, y, float(r), cx, cy, int(max_num_neighbors),
                               ignore_same_index=bool(ignore_same_index), same=False)

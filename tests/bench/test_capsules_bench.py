@@ -1,3 +1,6 @@
+import argparse
+import re
+
 import pytest
 import torch
 
@@ -64,3 +67,64 @@ def test_capsule_part_table_hand_computed():
                                 "counts": [[3, 1], [0, 0], [0, 5]]})
     assert lines[0] == "| capsule | handle | body | majority share |"
     assert lines[2:] == ["| 0 | 75% | 25% | 75% |", "| 2 | 0% | 100% | 100% |"]  # empty capsule 1 left out
+
+
+# --- a run that measures nothing writes nothing --------------------------------------------------
+
+
+def _previous_record(folder, name):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text("# previous record\n\n| 12 | dynamic | 2.7 |\n")
+    (folder / f"{name}.json").write_text('{"rows": [{"caps": 12}]}')
+    return {p: p.read_bytes() for p in folder.iterdir()}
+
+
+def _no_work(monkeypatch):
+    from pointabstract.bench import capsule_training
+
+    def work(*args, **kwargs):
+        raise AssertionError("the benchmark started work before refusing its options")
+
+    monkeypatch.setattr(capsules, "_subprocess", work)
+    monkeypatch.setattr(capsules, "max_batch", work)
+    monkeypatch.setattr(capsule_training, "train_run", work)
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--skip-timing", "--train-steps", "0"],
+     r"nothing to run: --skip-timing and --train-steps 0 select no measurement \(.*capsules.md and "
+     r".*capsules.json are left as they were\)"),
+    (["--seeds", "0"], r"--seeds must be >= 1 \(training runs per routing\), got 0"),
+    (["--skip-timing", "--train-steps", "-3"], r"--train-steps must be >= 0 \(0: no training\), got -3"),
+    (["--repeats", "0", "--train-steps", "0"], r"--repeats must be >= 1, got 0"),
+    (["--batch", "0"], r"--batch must be >= 1, got 0"),
+    (["--out", "{results}"], r"--out .* is a folder; give a file name"),
+    (["--results", "{results}/capsules.md"], r"--results .*capsules.md/capsules.md: folder .*capsules.md is a file, not a folder"),
+])
+def test_an_empty_selection_is_refused_up_front_in_one_line(argv, match, tmp_path, capsys, monkeypatch):
+    from pointabstract.cli import main as cli
+
+    before = _previous_record(tmp_path, "capsules")
+    _no_work(monkeypatch)
+    argv = [a.format(results=tmp_path) for a in argv]
+    assert cli(["bench", "capsules", "--results", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert re.fullmatch("error: " + match + "\n", err), err
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before  # byte-identical, nothing added
+
+
+def test_no_routing_selected_is_refused(tmp_path, monkeypatch):
+    parser = argparse.ArgumentParser()
+    capsules.add_arguments(parser)
+    args = parser.parse_args(["--results", str(tmp_path)])
+    before = _previous_record(tmp_path, "capsules")
+    _no_work(monkeypatch)
+    args.routings = []
+    with pytest.raises(ValueError, match=r"^--routings selects no routing; choose from \['dynamic', 'em', "
+                                         r"'centroid'\]$"):
+        capsules.main(args)
+    args.routings, args.caps, args.train_steps = ["em"], [], 0
+    with pytest.raises(ValueError, match=r"^--caps selects no capsule count; choose from \[12, 64\]$"):
+        capsules.main(args)
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -1,4 +1,5 @@
 import argparse
+import re
 
 import pytest
 
@@ -84,3 +85,42 @@ def test_cost_table_gives_overheads_over_none_and_errors():
     assert lines[2] == "| none | 100 (+0 %) | 10 (+0 %) | 12 | 50 (+0 %) |"
     assert lines[3] == "| cp | 102 (+2 %) | 15 (+50 %) | 16 | 75 (+50 %) |"
     assert lines[4] == "| nl | timeout after 900 s | - | - | - |"
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--seeds", "0"], r"--seeds must be >= 1 \(training runs per variant\), got 0"),
+    (["--steps", "0"], r"--steps must be >= 1, got 0"),
+    (["--eval-samples", "-1"], r"--eval-samples must be >= 0 \(0: all\), got -1"),
+    (["--repeats", "0"], r"--repeats must be >= 1, got 0"),
+])
+def test_an_empty_selection_is_refused_before_any_work(argv, match, tmp_path, capsys, monkeypatch):
+    from pointabstract.bench import measure
+    from pointabstract.cli import main as cli
+
+    (tmp_path / "contextpool_0steps_3seeds.md").write_text("# previous\n")
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(measure, "run_isolated", work)
+    assert cli(["bench", "contextpool", *argv, "--out-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert re.fullmatch("error: " + match + "\n", err), err
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_an_out_dir_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from pointabstract.bench import measure
+    from pointabstract.cli import main as cli
+
+    (tmp_path / "file").write_text("x")
+
+    def work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(measure, "run_isolated", work)
+    assert cli(["bench", "contextpool", "--out-dir", str(tmp_path / "file")]) == 2
+    assert re.fullmatch(r"error: --out-dir .*file/contextpool_60steps_3seeds.md: folder .*file is a file, "
+                        r"not a folder\n", capsys.readouterr().err)

@@ -1,6 +1,9 @@
 """The data benchmark's plumbing (its numbers are printed by tools/benchmark_data.py, not tested)."""
 
 import argparse
+import re
+
+import pytest
 
 from pointabstract.bench import data as bench
 
@@ -44,3 +47,48 @@ def test_main_writes_the_table(tmp_path, capsys):
     text = (tmp_path / "bench.md").read_text()
     assert "`python tools/benchmark_data.py --shapes 3`" in text and "| ModelNet40 hdf5, sampling=fps |" in text
     assert "# data benchmark" in capsys.readouterr().out
+
+
+def test_nothing_to_time_is_refused_up_front_and_the_table_kept(tmp_path, capsys):
+    from pointabstract.cli import main as cli
+
+    out = tmp_path / "bench.md"
+    out.write_text("# Data benchmark\n\n| previous | table |\n")
+    before = out.read_bytes()
+    (tmp_path / "empty").mkdir()
+    assert cli(["bench", "data", "--root", str(tmp_path / "empty"), "--synth-per-class", "0",
+                "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.fullmatch(
+        r"error: nothing to run: --root .*empty holds no ModelNet layout and --synth-per-class 0 skips "
+        r"the generation row \(.*bench.md is left as it was\)\n", err), err
+    assert out.read_bytes() == before
+    assert cli(["bench", "data", "--shapes", "0", "--out", str(out)]) == 2
+    assert re.fullmatch(r"error: --shapes must be >= 1, got 0\n", capsys.readouterr().err)
+    assert out.read_bytes() == before
+
+
+def test_an_empty_run_writes_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "bench.md"
+    out.write_text("previous\n")
+    monkeypatch.setattr(bench, "run", lambda **kwargs: [])
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    with pytest.raises(ValueError, match=r"^bench data measured nothing, so nothing is written \(.*bench.md is "
+                                         r"left as it was\)$"):
+        bench.main(parser.parse_args(["--out", str(out)]))
+    assert out.read_text() == "previous\n"
+
+
+def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from pointabstract.cli import main as cli
+
+    (tmp_path / "file").write_text("x")
+
+    def work(**kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(bench, "run", work)
+    assert cli(["bench", "data", "--out", str(tmp_path / "file" / "d.md")]) == 2
+    assert re.fullmatch(r"error: --out .*file/d.md: folder .*file is a file, not a folder\n",
+                        capsys.readouterr().err)

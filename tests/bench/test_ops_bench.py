@@ -1,5 +1,7 @@
 """The ops benchmark's plumbing (its numbers are printed by `pointabstract bench ops`, not tested)."""
 
+import re
+
 import pytest
 
 from pointabstract.bench import ops as bench
@@ -52,3 +54,24 @@ def test_cuda_runs_keep_only_peers_that_take_cuda_tensors():
         names = set(peers.available(table, "cuda"))
         assert names <= peers.CUDA_CAPABLE and names & {"torch loop", "dense torch"}
     assert "pykdtree" in peers.available(peers.KNN, "cpu")
+
+
+def test_an_empty_run_writes_nothing_and_keeps_the_previous_table(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "ops.md"
+    out.write_text("# Ops benchmark\n\n| previous |\n")
+    before = out.read_bytes()
+    monkeypatch.setattr(bench, "run", lambda **kwargs: [])
+    assert main(["bench", "ops", "--quick", "--realdata", str(tmp_path / "none"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.fullmatch(
+        r"error: bench ops measured nothing, so nothing is written \(.*ops.md is left as it was\)\n", err), err
+    assert out.read_bytes() == before
+
+
+def test_the_table_is_replaced_atomically(tmp_path, monkeypatch):
+    out = tmp_path / "ops.md"
+    out.write_text("previous\n")
+    monkeypatch.setattr(bench, "run", lambda **kwargs: [bench.Row("knn", "B=1", 2.0, "peer", 3.0)])
+    assert main(["bench", "ops", "--quick", "--realdata", str(tmp_path / "none"), "--out", str(out)]) == 0
+    assert "| knn | B=1 | 2.00 | peer | 3.00 | 1.50 |" in out.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ops.md"]

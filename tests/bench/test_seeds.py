@@ -41,3 +41,13 @@ def test_runs_every_variant_at_every_seed_and_summarises(tmp_path):
     assert "| a | 3 | 0.51 ± 0.01 | (reference) |" in table and "beyond spread" in table
     md, js = write_results("demo", rows, table, out_dir=tmp_path, command="x --seeds 3")
     assert "`x --seeds 3`" in md.read_text() and len(json.loads(js.read_text())["rows"]) == 6
+
+
+def test_write_results_refuses_an_empty_run_and_keeps_the_previous_record(tmp_path):
+    rows = [{"variant": "a", "seed": 0, "acc": 0.5}]
+    md, js = write_results("demo", rows, "| a |", out_dir=tmp_path)
+    before = md.read_bytes(), js.read_bytes()
+    with pytest.raises(ValueError, match=r"^bench demo measured nothing, so nothing is written \(.*demo.md and "
+                                         r".*demo.json are left as they were\)$"):
+        write_results("demo", [], "", out_dir=tmp_path)
+    assert (md.read_bytes(), js.read_bytes()) == before

@@ -1,4 +1,5 @@
 import argparse
+import re
 
 import pytest
 
@@ -49,3 +50,37 @@ def test_larger_n_not_run_after_a_failure_and_speedup_line():
     table = format_table(rows, fit_from=128)
     assert "| 256 | 6 / 8 / 2 | out of memory |" in table and "10.0x (wall), 15.0x (CPU) at N = 128" in table
     assert "Sequoia, sequential (paper): time 1.00, CPU time 1.00, memory 1.00 (N = 128..256)" in table
+
+
+def test_a_run_where_every_size_failed_keeps_the_previous_table(tmp_path, capsys, monkeypatch):
+    from pointabstract.bench import sequoia
+    from pointabstract.cli import main
+
+    out = tmp_path / "sequoia.md"
+    out.write_text("# Sequoia scaling\n\n| previous |\n")
+    before = out.read_bytes()
+    monkeypatch.setattr(sequoia, "run", lambda *a, **k: [{"layer": "dense", "n": 128, "error": "timeout (1 s)"}])
+    assert main(["bench", "sequoia", "--ns", "128", "--layers", "dense", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.fullmatch(
+        r"error: bench sequoia measured nothing \(every run failed; the first: dense at N = 128: timeout "
+        r"\(1 s\)\), so nothing is written \(.*sequoia.md is left as it was\)\n", err), err
+    assert out.read_bytes() == before
+    assert main(["bench", "sequoia", "--ns", "0", "128", "--out", str(out)]) == 2
+    assert re.fullmatch(r"error: --ns must be >= 1, got \[0, 128\]\n", capsys.readouterr().err)
+    assert out.read_bytes() == before
+
+
+def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from pointabstract.bench import sequoia
+    from pointabstract.cli import main
+
+    (tmp_path / "file").write_text("x")
+
+    def work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(sequoia, "run", work)
+    assert main(["bench", "sequoia", "--ns", "128", "--out", str(tmp_path / "file" / "s.md")]) == 2
+    assert re.fullmatch(r"error: --out .*file/s.md: folder .*file is a file, not a folder\n",
+                        capsys.readouterr().err)

@@ -146,6 +146,87 @@ def test_fps_random_start_is_seeded_by_torch():
     assert len(firsts) > 1
 
 
+# torch_cluster's own fps test case (test/test_fps.py): two squares, of side 2 and 4
+SQUARES = torch.tensor([[-1.0, -1], [-1, 1], [1, 1], [1, -1], [-2, -2], [-2, 2], [2, 2], [2, -2]])
+
+
+def test_fps_ptr_and_tensor_ratio_like_torch_cluster():
+    batch = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    # each square: start at its first corner, then the opposite corner (by hand)
+    want = torch.tensor([0, 2, 4, 6])
+    for kwargs in ({"batch": batch}, {"ptr": [0, 4, 8]}, {"ptr": torch.tensor([0, 4, 8])},
+                   {"batch": batch, "ptr": [0, 4, 8]}, {"batch": batch, "ratio": torch.tensor(0.5)},
+                   {"batch": batch, "ratio": torch.tensor([0.5, 0.5])}, {"ptr": [0, 4, 8], "ratio": None},
+                   {"batch": batch, "ratio": torch.tensor([0.5], dtype=torch.float64)}):
+        _equal(pyg.fps(SQUARES, **{"ratio": 0.5, **kwargs}, random_start=False), want)
+    # one cloud of 8: 0, then (2, 2) = 6, then (-2, 2) = 5 and (2, -2) = 7 tie at 10: 5 first, then 7
+    for ratio in (0.5, torch.tensor(0.5), torch.tensor([0.5])):
+        _equal(pyg.fps(SQUARES, ratio=ratio, random_start=False), torch.tensor([0, 6, 5, 7]))
+    _equal(pyg.fps(SQUARES, ptr=[0, 8], random_start=False), torch.tensor([0, 6, 5, 7]))
+
+
+def test_fps_one_ratio_per_cloud_matches_naive():
+    x, batch = _ragged([8, 5, 0, 9], seed=13)
+    ptr = torch.tensor([0, 8, 13, 13, 22])
+    ratio = torch.tensor([0.25, 1.0, 0.5, 0.4])
+    got = pyg.fps(x, batch, ratio, random_start=False)
+    _equal(got, pyg.fps_naive(x, batch, [0.25, 1.0, 0.4]))  # the naive skips the empty cloud
+    assert torch.bincount(batch[got], minlength=4).tolist() == [2, 5, 0, 4]  # ceil(N_b * ratio_b)
+    _equal(pyg.fps(x, ratio=ratio, random_start=False, ptr=ptr), got)
+    _equal(pyg.fps(x, ratio=ratio, random_start=False, ptr=ptr.tolist(), batch_size=4), got)
+
+
+def test_fps_ratio_counts_follow_torch_type_promotion():
+    # torch_cluster computes ceil(float32(N_b) * ratio) under torch's promotion: a number or a 0-d
+    # tensor stays float32 (50 * 0.3 = 15.000001 -> 16 picks), a (B,) float64 tensor is float64 (15)
+    x = cloud(1, 50, 3, seed=14)[0]
+    for ratio, picks in ((0.3, 16), (torch.tensor(0.3, dtype=torch.float64), 16),
+                         (torch.tensor([0.3]), 16), (torch.tensor([0.3], dtype=torch.float64), 15)):
+        assert pyg.fps(x, ratio=ratio, random_start=False).shape == (picks,), ratio
+
+
+def test_fps_duplicates_and_random_start_with_ptr():
+    x = torch.cat([torch.ones(4, 3), torch.zeros(3, 3)])  # all duplicates: the lowest index repeats
+    _equal(pyg.fps(x, ptr=[0, 4, 7], ratio=1.0, random_start=False), torch.tensor([0, 0, 0, 0, 4, 4, 4]))
+    x, batch = _ragged([30, 20], seed=15)
+    torch.manual_seed(1)
+    a = pyg.fps(x, ptr=[0, 30, 50], ratio=0.25)
+    torch.manual_seed(1)
+    _equal(pyg.fps(x, batch, ratio=torch.tensor([0.25, 0.25])), a)  # the same draws either way
+    _equal(a, pyg.fps_naive(x, batch, 0.25, starts=[int(a[0]), int(a[8]) - 30]))
+
+
+@pytest.mark.parametrize("x", [torch.empty(0, 3), torch.empty(0), torch.empty(0, 2, 3)])
+def test_fps_on_an_empty_input_returns_an_empty_index(x):
+    empty = torch.empty(0, dtype=torch.int64)
+    _equal(pyg.fps(x), empty)
+    _equal(pyg.fps(x, torch.empty(0, dtype=torch.int64), 0.5, False), empty)
+    _equal(pyg.fps(x, ptr=[0, 0], ratio=torch.tensor([0.5])), empty)
+    _equal(pyg.fps(x, ptr=torch.tensor([0, 0, 0]), ratio=torch.tensor([0.5, 1.0])), empty)
+
+
+def test_radius_ignore_same_index_like_torch_cluster():
+    # y = the first two corners of the square; with ignore_same_index node i of y skips node i of x
+    _equal(pyg.radius(SQUARE, SQUARE[:2], 2.5), torch.tensor([[0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 3]]))
+    _equal(pyg.radius(SQUARE, SQUARE[:2], 2.5, ignore_same_index=True), torch.tensor([[0, 0, 1, 1], [1, 2, 0, 3]]))
+    # the skipped node does not use up one of the max_num_neighbors slots (torch_cluster's order)
+    _equal(pyg.radius(SQUARE, SQUARE[:2], 2.5, max_num_neighbors=1, ignore_same_index=True),
+           torch.tensor([[0, 1], [1, 0]]))
+    x, batch = _ragged([20, 4, 30], seed=16)
+    _equal(pyg.radius(x, x, 0.6, batch, batch, ignore_same_index=True),
+           pyg.radius_graph(x, 0.6, batch, flow="target_to_source"))
+
+
+@pytest.mark.parametrize("limit", [None, 2, 32])
+@pytest.mark.parametrize("c", [3, 4])
+def test_radius_ignore_same_index_matches_naive(limit, c):
+    # x and y different point sets: the same *index*, not the same point, is skipped
+    x, bx = _ragged([25, 3, 40], c, seed=17)
+    y, by = _ragged([30, 5, 10], c, seed=18)
+    _equal(pyg.radius(x, y, 0.7, bx, by, max_num_neighbors=limit, ignore_same_index=True),
+           pyg.radius_naive(x, y, 0.7, bx, by, limit, ignore_same_index=True))
+
+
 def test_batch_separation_and_empty_clouds():
     x, bx = _ragged([6, 0, 7], seed=9)  # cloud 1 has no x nodes
     y, by = _ragged([2, 3, 0, 4], seed=10)  # ...and cloud 2 no y nodes; cloud 3 only y nodes
@@ -207,6 +288,25 @@ def test_cuda_matches_cpu():
     (lambda: pyg.fps(SQUARE, ratio=0.0), ValueError, r"ratio must be a number in \(0, 1\]"),
     (lambda: pyg.fps(SQUARE, ratio=1.5), ValueError, r"ratio must be a number in \(0, 1\]"),
     (lambda: pyg.fps(SQUARE, batch_size=0), ValueError, "batch_size must be a positive int"),
+    (lambda: pyg.fps(SQUARE, ptr=[0, 3, 2, 4]), ValueError, r"ptr must be sorted in ascending order, got \[0, 3, 2, 4\]"),
+    (lambda: pyg.fps(SQUARE, ptr=[0, 2, 3]), ValueError, r"ptr must start at 0 and end at N = 4, got 0 \.\.\. 3"),
+    (lambda: pyg.fps(SQUARE, ptr=[1, 2, 4]), ValueError, r"ptr must start at 0 and end at N = 4, got 1 \.\.\. 4"),
+    (lambda: pyg.fps(SQUARE, ptr=[4]), ValueError, r"ptr must have shape \(B \+ 1,\) with B >= 1, got \(1,\)"),
+    (lambda: pyg.fps(SQUARE, ptr=torch.tensor([[0, 4]])), ValueError, r"ptr must have shape \(B \+ 1,\)"),
+    (lambda: pyg.fps(SQUARE, ptr=torch.tensor([0.0, 4.0])), TypeError, "ptr must be an integer tensor or a list"),
+    (lambda: pyg.fps(SQUARE, ptr=[0, 2.5, 4]), TypeError, "ptr must be an integer tensor or a list"),
+    (lambda: pyg.fps(SQUARE, ptr=[0, 2, 4], batch_size=3), ValueError, "batch_size = 3 but ptr holds 2 clouds"),
+    (lambda: pyg.fps(SQUARE, torch.tensor([0, 0, 0, 1]), ptr=[0, 2, 4]), ValueError,
+     r"batch and ptr describe different clouds: sizes \[3, 1\] and \[2, 2\]"),
+    (lambda: pyg.fps(SQUARE, ratio=torch.tensor(0.0)), ValueError, r"ratio values must lie in \(0, 1\], got 0.0"),
+    (lambda: pyg.fps(SQUARE, ratio=torch.tensor([0.5, 1.5]), ptr=[0, 2, 4]), ValueError,
+     r"ratio values must lie in \(0, 1\], got 1.5"),
+    (lambda: pyg.fps(SQUARE, ratio=torch.tensor([float("nan")])), ValueError, r"ratio values must lie in \(0, 1\]"),
+    (lambda: pyg.fps(SQUARE, ratio=torch.tensor([0.5, 0.5, 0.5]), ptr=[0, 2, 4]), ValueError,
+     r"ratio must be a number, a 0-d tensor or one value per cloud \(B = 2\), got shape \(3,\)"),
+    (lambda: pyg.fps(SQUARE, ratio=torch.full((1, 1), 0.5)), ValueError, r"got shape \(1, 1\)"),
+    (lambda: pyg.fps(SQUARE, ratio=torch.tensor([True])), TypeError, "ratio must be a real tensor"),
+    (lambda: pyg.radius(SQUARE, MIDS, 1.0, ignore_same_index="yes"), TypeError, "ignore_same_index must be a bool"),
 ])
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):

@@ -47,6 +47,20 @@ def test_pyg_functions_run_on_our_ops_inside_and_refuse_after():
     reg.remove()  # a second remove does nothing
 
 
+def test_operators_take_ptr_checked_and_empty_inputs():
+    x, batch = _data()
+    with register_pyg_ops() as reg:
+        if not reg.ops:
+            pytest.skip("pyg-lib provides the operators")
+        ptr = torch.tensor([0, 40, 70])
+        assert torch.equal(torch.ops.pyg.fps(x, ptr, 0.3, False), pyg.fps(x, batch, 0.3, False))
+        assert torch.equal(gnn.fps(x[:0]), torch.empty(0, dtype=torch.int64))
+        with pytest.raises(ValueError, match=r"ptr must be sorted in ascending order"):
+            torch.ops.pyg.fps(x, torch.tensor([0, 50, 40, 70]), 0.5, False)
+        with pytest.raises(ValueError, match=r"ptr_x must start at 0 and end at N = 70, got 0 \.\.\. 60"):
+            torch.ops.pyg.knn(x, x, torch.tensor([0, 60]), ptr, 2)
+
+
 def test_dynamic_edge_conv_equals_edge_conv_on_a_precomputed_graph():
     x, batch = _data(1)
     feats = torch.cat([x, x.square()], 1)  # (N, 6) features: DynamicEdgeConv searches in them
