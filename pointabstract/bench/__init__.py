@@ -23,6 +23,7 @@ BENCHES: dict[str, str] = {
     "sequoia": "pointabstract.bench.sequoia",
     "contextpool": "pointabstract.bench.contextpool",
     "parts": "pointabstract.bench.parts",
+    "curves": "pointabstract.bench.curves",
 }
 
 

@@ -1,0 +1,113 @@
+"""bench curves: every variant trained at each budget through the engine, verdicts per budget."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from pointabstract.bench import curves
+from pointabstract.bench.curves import Comparison, _in_words, curve_rows, main, verdicts
+from pointabstract.models import MODELS
+from tests.fixtures import write_tiny_synthetic
+
+
+def _rows(table):
+    """rows from {budget: {variant: [values over seeds]}}."""
+    return [{"variant": v, "budget": b, "seed": s, "chamfer": x}
+            for b, per in table.items() for v, values in per.items() for s, x in enumerate(values)]
+
+
+COMP = Comparison("a claim", {"ca": {}, "dr": {}}, method="ca", metric="chamfer", mode="min", unit="steps",
+                  budgets=(10, 100, 1000))
+
+
+def test_verdicts_hand_computed():
+    # budget 10: ca clearly worse (higher Chamfer); 100: overlapping; 1000: ca clearly better
+    rows = _rows({10: {"ca": [9.0, 9.2], "dr": [5.0, 5.2]}, 100: {"ca": [6.0, 7.0], "dr": [6.2, 6.6]},
+                  1000: {"ca": [3.0, 3.1], "dr": [4.0, 4.1]}})
+    assert verdicts(rows, COMP) == {"dr": ["worse", "within", "better"]}
+    line = _in_words(["worse", "within", "better"], [10, 100, 1000], COMP, "dr")
+    assert line == ("- vs dr (10: worse, 100: within, 1000: better): ca better than dr from 1000 steps on; "
+                    "the ordering crosses over within the budgets run.")
+    assert _in_words(["worse", "worse", "worse"], [10, 100, 1000], COMP, "dr").endswith(
+        "ca worse than dr at every budget run; not in ca's favour up to 1000 steps.")
+    assert _in_words(["worse", "within", "within"], [10, 100, 1000], COMP, "dr").endswith(
+        "ca and dr within the seed spread from 100 steps on; not in ca's favour up to 1000 steps.")
+
+
+@pytest.fixture(scope="module")
+def tiny_capsules(tmp_path_factory):
+    root = write_tiny_synthetic(tmp_path_factory.mktemp("synth"))
+    def tiny(model):
+        return {"model": model, **{f"model.{k}": list(v) if isinstance(v, tuple) else v
+                                   for k, v in MODELS[model].tiny.items()}}
+    base = {**curves.COMPARISONS["capsules"].base, "data.root": str(root), "data.num_points": 64,
+            "data.batch_size": 4, "data.eval_batch_size": 8, "task.bn_batches": 2}
+    return Comparison(curves.COMPARISONS["capsules"].doc,
+                      {"centroid": tiny("capsule_ae_small_ca"), "dynamic": tiny("capsule_ae_small_dr")},
+                      method="centroid", metric="chamfer", mode="min", unit="steps", budgets=(1, 3),
+                      base=base, extra=("purity",))
+
+
+def test_tiny_curves_train_through_the_engine_and_reuse_finished_runs(tiny_capsules, tmp_path, monkeypatch):
+    rows = curve_rows(tiny_capsules, budgets=[1, 3], seeds=2, runs=tmp_path / "runs", progress=lambda s: None)
+    assert [(r["variant"], r["budget"], r["seed"]) for r in rows][:4] == [
+        ("centroid", 1, 0), ("dynamic", 1, 0), ("centroid", 1, 1), ("dynamic", 1, 1)]
+    assert len(rows) == 8 and all(r["chamfer"] > 0 and 0 <= r["purity"] <= 1 for r in rows)
+    run = tmp_path / "runs" / "centroid" / "steps3" / "seed1"
+    log = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert log[-1]["step"] == 3 and (run / "report.md").is_file()
+    # the same command again reuses the finished runs: same numbers, no training step
+    import pointabstract.engine.trainer as trainer
+
+    monkeypatch.setattr(trainer, "_train_epoch", lambda *a, **k: pytest.fail("trained again"))
+    again = curve_rows(tiny_capsules, budgets=[1, 3], seeds=2, runs=tmp_path / "runs", progress=lambda s: None)
+    assert again == rows
+
+
+def _args(tmp_path, **kw):
+    base = dict(comparison="capsules", budgets=[1, 3], seeds=2, data=None, variants=None, workers=0,
+                runs=str(tmp_path / "runs"), results=str(tmp_path / "bench"), dry_run=False)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(curves.COMPARISONS, "capsules", tiny_capsules)
+    assert main(_args(tmp_path)) == 0
+    md = (tmp_path / "bench" / "curves_capsules.md").read_text()
+    assert "| centroid (paper method) |" in md and "| 1 steps | 3 steps |" in md and "## Verdict" in md
+    assert "- vs dynamic (1: " in md
+    data = json.loads((tmp_path / "bench" / "curves_capsules.json").read_text())
+    assert data["budgets"] == [1, 3] and len(data["rows"]) == 8 and set(data["verdicts"]) == {"dynamic"}
+    from PIL import Image
+
+    image = Image.open(tmp_path / "bench" / "curves_capsules.png")
+    assert image.size[0] > 400 and len(np.unique(np.asarray(image.convert("L")))) > 20  # not blank
+
+
+@pytest.mark.parametrize("kw, pattern", [
+    ({"budgets": [0, 3]}, r"--budgets must be distinct integers >= 1, got \[0, 3\]"),
+    ({"budgets": [3, 3]}, r"--budgets must be distinct integers >= 1, got \[3, 3\]"),
+    ({"seeds": 0}, r"--seeds must be >= 1, got 0"),
+    ({"variants": ["magic"]}, r"--variants \['magic'\] are not in capsules; choose from"),
+    ({"variants": ["centroid"]}, r"--variants leaves only \['centroid'\]: a comparison needs the method"),
+])
+def test_bad_options_are_refused_before_any_work(tmp_path, kw, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        main(_args(tmp_path, **kw))
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "bench").exists()
+
+
+def test_a_missing_hard_level_names_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no dataset at .*nothing; generate the hard level with: "
+                                                r"pointabstract data synth --level hard"):
+        main(_args(tmp_path, data=str(tmp_path / "nothing")))
+
+
+def test_every_comparison_names_registered_models():
+    for name, comp in curves.COMPARISONS.items():
+        assert comp.method in comp.variants and len(comp.variants) >= 2, name
+        assert len(comp.budgets) >= 3 and comp.budgets[-1] >= 10 * comp.budgets[0], name
+        for overrides in comp.variants.values():
+            assert overrides.get("model", "centroid_transformer") in MODELS, (name, overrides)
