@@ -24,6 +24,7 @@ BENCHES: dict[str, str] = {
     "contextpool": "pointabstract.bench.contextpool",
     "parts": "pointabstract.bench.parts",
     "curves": "pointabstract.bench.curves",
+    "train": "pointabstract.bench.train_speed",
 }
 
 
