@@ -205,8 +205,15 @@ def test_t_step_loop_is_eq4_and_eq5(normalize, iters, k, m):
     ca = CentroidAttention(6, 8, heads=2, num_centroids=m, init="fps", iters=iters, k=k,
                            knn_space="feature", normalize=normalize)
     _jitter(ca, seed=23)
-    with torch.no_grad():
-        torch.testing.assert_close(ca(x, pos)[0], _centroid_attention_eq4(ca, x, pos), rtol=1e-5, atol=1e-5)
+    x.requires_grad_()
+    got, want = ca(x, pos)[0], _centroid_attention_eq4(ca, x, pos)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # and the backward pass (through the compiled neighbour kernels on CPU) is eq. 4's gradient
+    probe = torch.randn(got.shape, generator=torch.Generator().manual_seed(24))
+    inputs = [x, *ca.parameters()]
+    for g_got, g_want in zip(torch.autograd.grad((got * probe).sum(), inputs),
+                             torch.autograd.grad((want * probe).sum(), inputs), strict=True):
+        torch.testing.assert_close(g_got, g_want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("normalize", ["centroids", "inputs"])
