@@ -28,6 +28,7 @@ def test_categories_of_profiler_op_names():
     assert categorise("aten::_foreach_add_") == "optimiser"
     assert categorise("aten::relu") == "element-wise"
     assert categorise("cudaLaunchKernel") == "other ops"
+    assert categorise("_NeighbourDotBackward") == "neighbour attention (compiled kernels)"
 
 
 def test_the_flops_of_a_linear_model_are_counted_exactly(root):
