@@ -1,6 +1,7 @@
 """The `pointabstract` command end to end on a tiny synthetic set."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -183,3 +184,26 @@ def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", lambda: (_ for _ in ()).throw(ModuleNotFoundError("x", name="not_ours")))
     with pytest.raises(ModuleNotFoundError):  # not an optional dependency: a real bug
         cli.main(["train", "demo"])
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("model: centroid_transformer\noptim.lr: [0.1\n", r"p.yaml:3: not valid YAML \(expected .*; while parsing a flow "
+                                                     r"sequence started at line 2\)"),
+    ("", r"p.yaml is empty: a preset must be one flat mapping"),
+    (b"seed: \xff\n", r"p.yaml: not a UTF-8 text file \(byte 0xff at offset 6\)"),
+])
+def test_bad_presets_are_one_line_and_start_nothing(tmp_path, capsys, monkeypatch, text, pattern):
+    monkeypatch.chdir(tmp_path)  # an empty preset used to start a 250-epoch run into runs/train
+    preset = tmp_path / "p.yaml"
+    preset.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert main(["train", str(preset)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and re.search(pattern, err), err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_override_path_keeps_its_hash(tiny_synthetic, tmp_path, capsys):
+    out = tmp_path / "exp #1"
+    assert main(["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "optim.epochs=1",
+                 "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *TINY_MODEL]) == 0
+    assert (out / "last.pt").is_file() and not (tmp_path / "exp").exists()

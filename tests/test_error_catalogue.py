@@ -35,6 +35,13 @@ def _reconstruction(overrides):
     return task_class("reconstruction")(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
 
 
+def _task(overrides):
+    from pointabstract.engine.tasks import task_class
+
+    cfg = load_config(None, overrides)
+    return task_class(cfg.task)(cfg)
+
+
 def _write(path, text):
     path.write_text(text)
     return path
@@ -202,6 +209,21 @@ ROWS = [
      r"data.batch_size must be >= 1, got 0"),
     ("device: unknown name", lambda t: check_device("gpu0"), ValueError,
      r"device must be cpu, cuda or cuda:N, got 'gpu0'"),
+    ("config: a comment after a typed override", lambda t: load_config(None, ["optim.epochs=3 #three"]),
+     ValueError, r"override optim.epochs='3 #three': '#' would start a YAML comment and drop ' #three'"),
+    ("config: preset with a YAML syntax error",
+     lambda t: load_config(_write(t / "p.yaml", "model: centroid_transformer\noptim.lr: [0.1\nseed: 1\n")),
+     ValueError, r"p.yaml:3: not valid YAML \(expected ',' or '\]', but got ':'; while parsing a flow sequence started "
+     r"at line 2\)"),
+    ("config: preset not UTF-8",
+     lambda t: load_config((t / "l.yaml").write_bytes(b"seed: \xff\n") and t / "l.yaml"), ValueError,
+     r"l.yaml: not a UTF-8 text file \(byte 0xff at offset 6\)"),
+    ("config: empty preset", lambda t: load_config(_write(t / "e.yaml", "# nothing yet\n")), ValueError,
+     r"e.yaml is empty: a preset must be one flat mapping of 'key: value' lines"),
+    ("config: task.scale of one value", lambda t: _task(["model=sequoia_seg_demo", "task.scale=[0.5]"]),
+     ValueError, r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
+    ("config: unknown part category", lambda t: _task(["model=sequoia_seg_demo", "task.categories=[Plane]"]),
+     ValueError, r"task.categories must name ShapeNetPart categories \(.*\), got unknown \['Plane'\]"),
 ]
 
 CLI_ROWS = [
@@ -222,6 +244,10 @@ CLI_ROWS = [
      r"file is not a readable checkpoint"),
     ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0"),
     ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
+    ("train: task.scale of one value", ["train", "parts_demo", "task.scale=[0.5]", "log.out_dir={tmp}/run"],
+     r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
+    ("train: a preset that is not a mapping", ["train", "{file}"],
+     r"file: a preset must be one flat mapping of 'key: value' lines"),
 ]
 
 

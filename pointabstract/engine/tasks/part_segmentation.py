@@ -39,6 +39,28 @@ class PartSegmentationSettings:
     votes: int = 1  # evaluation: average softmax over this many copies (the extra ones augmented)
 
 
+def check_settings(o: PartSegmentationSettings) -> None:
+    """ValueError naming the ``task.*`` key, the rule and what arrived, for settings that are
+    the right type but the wrong shape or range."""
+    names = [c.name for c in SHAPENET_PART]
+    if len(o.scale) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in o.scale):
+        raise ValueError(f"task.scale must be a list of 2 numbers [low, high], got {list(o.scale)}")
+    if not 0 < o.scale[0] <= o.scale[1]:
+        raise ValueError(f"task.scale must satisfy 0 < low <= high, got {list(o.scale)}")
+    unknown = [c for c in o.categories if c not in names]
+    if unknown:
+        raise ValueError(f"task.categories must name ShapeNetPart categories ({names}), "
+                         f"got unknown {unknown}")
+    if not o.shift >= 0:
+        raise ValueError(f"task.shift must be >= 0, got {o.shift}")
+    if o.votes < 1:
+        raise ValueError(f"task.votes must be >= 1, got {o.votes}")
+    if o.layout not in ("", "normal", "v0", "hdf5"):
+        raise ValueError(f"task.layout must be empty (detect), 'normal', 'v0' or 'hdf5', got {o.layout!r}")
+    if o.undersized not in ("repeat", "error"):
+        raise ValueError(f"task.undersized must be 'repeat' or 'error', got {o.undersized!r}")
+
+
 def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
     """Raise ValueError when a label (other than padding -1) is not a part of its shape's category.
 
@@ -151,10 +173,7 @@ class PartSegmentationTask:
     def __init__(self, cfg):
         self.cfg = cfg
         self.opts = cfg.task_config()
-        o = self.opts
-        if not (0 < o.scale[0] <= o.scale[1]) or o.shift < 0 or o.votes < 1:
-            raise ValueError(f"task settings need 0 < scale[0] <= scale[1], shift >= 0, votes >= 1; "
-                             f"got scale={o.scale}, shift={o.shift}, votes={o.votes}")
+        check_settings(self.opts)
         self.categories: list[str] = []
 
     # -- data ------------------------------------------------------------------------------------
