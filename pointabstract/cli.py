@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -171,9 +172,27 @@ def _compile_notice(command: str) -> None:
 
 def _one_line(err: BaseException) -> str:
     text = str(err) or type(err).__name__
+    text = _worker_message(text, type(err).__name__) or text
     if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in text:
         text = f"{text}: {err.filename}"
     return text
+
+
+def _worker_message(text: str, name: str) -> str | None:
+    """The worker's own message inside the text of an exception a DataLoader re-raised from a
+    worker process (torch: ``Caught X in DataLoader worker process N.`` + ``Original Traceback
+    ...``, the worker's traceback ending in ``[module.]X: message``), or None for other text."""
+    head, _, rest = text.partition("\n")
+    if not (head.startswith("Caught ") and " in DataLoader worker process " in head
+            and rest.startswith("Original Traceback")):
+        return None
+    lines = rest.splitlines()
+    pattern = re.compile(rf"(?:[\w.]+\.)?{re.escape(name)}(?:: (.*))?")
+    for i in range(len(lines) - 1, 0, -1):  # the last exception of the traceback is the one re-raised
+        match = pattern.fullmatch(lines[i])
+        if match:
+            return "\n".join([match.group(1) or name, *lines[i + 1:]]).strip()
+    return None
 
 
 # optional dependencies -> the extra that installs them (pyproject.toml)

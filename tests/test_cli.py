@@ -207,3 +207,38 @@ def test_an_override_path_keeps_its_hash(tiny_synthetic, tmp_path, capsys):
     assert main(["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "optim.epochs=1",
                  "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *TINY_MODEL]) == 0
     assert (out / "last.pt").is_file() and not (tmp_path / "exp").exists()
+
+
+def _resampled_layout(root, bad_line: str = "0.1,0.2,nan,0,0,1"):
+    """A ModelNet 'resampled' layout (one text file per shape, read when a sample is loaded) of
+    8 shapes whose fifth file has ``bad_line`` at line 3."""
+    root.mkdir()
+    (root / "modelnet40_shape_names.txt").write_text("airplane\nbathtub\n")
+    ids = [f"{name}_{i:04d}" for name in ("airplane", "bathtub") for i in range(1, 5)]
+    for split in ("train", "test"):
+        (root / f"modelnet40_{split}.txt").write_text("\n".join(ids) + "\n")
+    rng = torch.Generator().manual_seed(0)
+    for number, shape_id in enumerate(ids):
+        (root / shape_id.rsplit("_", 1)[0]).mkdir(exist_ok=True)
+        rows = [",".join(f"{v:.4f}" for v in row) for row in torch.rand(64, 6, generator=rng).tolist()]
+        if number == 4:
+            rows[2] = bad_line
+        (root / shape_id.rsplit("_", 1)[0] / f"{shape_id}.txt").write_text("\n".join(rows) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("bad_line", ["0.1,0.2,nan,0,0,1", "0.1,0.2"])
+def test_a_worker_error_is_the_workers_own_line(tmp_path, bad_line):
+    from pointabstract.cli import _one_line
+    from pointabstract.data import ModelNet40
+    from pointabstract.engine.trainer import ShardSampler, make_loader
+
+    ds = ModelNet40(_resampled_layout(tmp_path / "data", bad_line), "train", num_points=32)
+    messages = []
+    for workers in (0, 2):
+        loader = make_loader(ds, ShardSampler(len(ds)), 2, workers)
+        with pytest.raises(ValueError) as info:
+            list(loader)
+        messages.append(_one_line(info.value))
+    assert "bathtub_0001.txt" in messages[0] and re.search(r"(line|row) 3\b", messages[0]), messages[0]
+    assert messages[1] == messages[0] and "\n" not in messages[1], messages[1]
