@@ -42,6 +42,24 @@ def _task(overrides):
     return task_class(cfg.task)(cfg)
 
 
+def _metrics():
+    from pointabstract.engine import metrics
+
+    return metrics
+
+
+def _seg():
+    from pointabstract.engine.tasks import part_segmentation
+
+    return part_segmentation
+
+
+def _rec():
+    from pointabstract.engine.tasks import reconstruction
+
+    return reconstruction
+
+
 def _write(path, text):
     path.write_text(text)
     return path
@@ -224,6 +242,25 @@ ROWS = [
      ValueError, r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
     ("config: unknown part category", lambda t: _task(["model=sequoia_seg_demo", "task.categories=[Plane]"]),
      ValueError, r"task.categories must name ShapeNetPart categories \(.*\), got unknown \['Plane'\]"),
+    ("chamfer: squared as a string", lambda t: ops.chamfer_distance(P, P, squared="False"), TypeError,
+     r"squared must be True or False, got str 'False'"),
+    ("confusion matrix: label beyond the classes",
+     lambda t: _metrics().ConfusionMatrix(3).update(torch.rand(2, 3), torch.tensor([0, 3])), ValueError,
+     r"labels values must lie in \[0, 2\], got values in \[0, 3\]"),
+    ("confusion matrix: logits of another class count",
+     lambda t: _metrics().ConfusionMatrix(3).update(torch.rand(2, 4), torch.tensor([0, 1])), ValueError,
+     r"logits must have shape \(B, C\) = \(2, 3\), got \(2, 4\)"),
+    ("part IoU: predicted part id out of range",
+     lambda t: _seg().shape_ious(torch.tensor([[6, 50]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     r"pred values must lie in \[0, 49\], got values in \[6, 50\]"),
+    ("part IoU: prediction and truth of different sizes",
+     lambda t: _seg().shape_ious(torch.tensor([[6, 7, 7]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     r"pred must have shape \(B, N\) = \(1, 2\), got \(1, 3\)"),
+    ("capsule purity: part id >= num_parts",
+     lambda t: _rec().capsule_purity(P, P, torch.full((2, 64), 4), torch.zeros(64, dtype=torch.int64), num_parts=4),
+     ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
+    ("F-score: zero threshold", lambda t: _rec().reconstruction_scores(P, P, threshold=0), ValueError,
+     r"threshold must be a positive finite number, got 0.0"),
 ]
 
 CLI_ROWS = [

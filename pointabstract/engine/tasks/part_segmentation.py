@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from ...data import NUM_PARTS, SHAPENET_PART
+from ...ops import _validate as V
+from ..metrics import _batch_size
 from .base import MissingDatasetError
 
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
@@ -67,8 +69,15 @@ def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
     part: (B, N) int64 global part ids; category: (B,) int64 category ids.
     """
     count = len(SHAPENET_PART)
+    if not isinstance(part, torch.Tensor) or part.dtype != torch.int64:
+        V.check_ids("part", part, (), "(B, N)")  # the TypeError naming what arrived
+    if part.dim() != 2:
+        raise ValueError(f"part must have shape (B, N), got {tuple(part.shape)}")
+    if not isinstance(category, torch.Tensor):
+        raise TypeError(f"category must be a torch.Tensor of dtype int64, got {type(category).__name__}")
     if category.dtype != torch.int64 or bool(((category < 0) | (category >= count)).any()):
         raise ValueError(f"category must hold int64 ids in [0, {count}), got {category.tolist()}")
+    V.check_shape("category", category, (part.shape[0],), "(B,)", floating=False)
     inside = (part >= 0) & (part < NUM_PARTS)
     owned = PART_MASK.to(part.device)[category.unsqueeze(1), part.clamp(0, NUM_PARTS - 1)]  # (B, N)
     ok = (part == -1) | (inside & owned)
@@ -81,6 +90,10 @@ def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
 
 def restrict_to_category(logits: torch.Tensor, category: torch.Tensor) -> torch.Tensor:
     """logits: (B, N, 50), category: (B,) -> (B, N, 50) with other categories' parts at -inf."""
+    batch = _batch_size(logits, 3, category)
+    n = logits.shape[1] if isinstance(logits, torch.Tensor) and logits.dim() == 3 else 0
+    V.check_shape("logits", logits, (batch, n, NUM_PARTS), f"(B, N, {NUM_PARTS})")
+    V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
     allowed = PART_MASK.to(logits.device)[category].unsqueeze(1)  # (B, 1, 50)
     return logits.masked_fill(~allowed, float("-inf"))
 
@@ -95,12 +108,16 @@ def shape_ious(pred: torch.Tensor, part: torch.Tensor, category: torch.Tensor) -
 
     Returns:
         (B,) float64 IoU of each shape.
+
+    Raises:
+        ValueError / TypeError naming the argument: shapes that disagree, ids out of range
+        (a predicted id outside ``[0, 50)`` too, also at padded points), other dtypes.
     """
     check_part_labels(part, category)
+    V.check_ids("pred", pred, tuple(part.shape), "(B, N)", high=NUM_PARTS)
     batch = part.shape[0]
     valid = part >= 0
     base = torch.arange(batch, device=part.device).unsqueeze(1) * NUM_PARTS
-    pred = pred.clamp(0, NUM_PARTS - 1)
 
     def count(ids, keep):
         return torch.bincount((base + ids)[keep], minlength=batch * NUM_PARTS).view(batch, NUM_PARTS)
@@ -134,7 +151,13 @@ class PartIoU:
         self.counts = torch.zeros(len(SHAPENET_PART), dtype=torch.float64)
 
     def update(self, ious: torch.Tensor, category: torch.Tensor) -> None:
-        """ious: (B,) per-shape IoUs; category: (B,) int64."""
+        """ious: (B,) per-shape IoUs in [0, 1]; category: (B,) int64 ids in [0, 16)."""
+        batch = _batch_size(ious, 1, category)
+        V.check_shape("ious", ious, (batch,), "(B,)")
+        V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
+        if len(ious) and not (0 <= float(ious.min()) and float(ious.max()) <= 1):
+            raise ValueError(f"ious must lie in [0, 1], got values in [{float(ious.min()):g}, "
+                             f"{float(ious.max()):g}]")
         self.sums.index_add_(0, category.cpu(), ious.cpu().double())
         self.counts.index_add_(0, category.cpu(), torch.ones(len(category), dtype=torch.float64))
 
