@@ -8,6 +8,7 @@ import torch
 
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
+from tests.engine.test_preflight import resampled_layout
 from tests.fixtures import TINY_MODEL
 
 
@@ -209,31 +210,13 @@ def test_an_override_path_keeps_its_hash(tiny_synthetic, tmp_path, capsys):
     assert (out / "last.pt").is_file() and not (tmp_path / "exp").exists()
 
 
-def _resampled_layout(root, bad_line: str = "0.1,0.2,nan,0,0,1"):
-    """A ModelNet 'resampled' layout (one text file per shape, read when a sample is loaded) of
-    8 shapes whose fifth file has ``bad_line`` at line 3."""
-    root.mkdir()
-    (root / "modelnet40_shape_names.txt").write_text("airplane\nbathtub\n")
-    ids = [f"{name}_{i:04d}" for name in ("airplane", "bathtub") for i in range(1, 5)]
-    for split in ("train", "test"):
-        (root / f"modelnet40_{split}.txt").write_text("\n".join(ids) + "\n")
-    rng = torch.Generator().manual_seed(0)
-    for number, shape_id in enumerate(ids):
-        (root / shape_id.rsplit("_", 1)[0]).mkdir(exist_ok=True)
-        rows = [",".join(f"{v:.4f}" for v in row) for row in torch.rand(64, 6, generator=rng).tolist()]
-        if number == 4:
-            rows[2] = bad_line
-        (root / shape_id.rsplit("_", 1)[0] / f"{shape_id}.txt").write_text("\n".join(rows) + "\n")
-    return root
-
-
 @pytest.mark.parametrize("bad_line", ["0.1,0.2,nan,0,0,1", "0.1,0.2"])
 def test_a_worker_error_is_the_workers_own_line(tmp_path, bad_line):
     from pointabstract.cli import _one_line
     from pointabstract.data import ModelNet40
     from pointabstract.engine.trainer import ShardSampler, make_loader
 
-    ds = ModelNet40(_resampled_layout(tmp_path / "data", bad_line), "train", num_points=32)
+    ds = ModelNet40(resampled_layout(tmp_path / "data", bad_line), "train", num_points=32)
     messages = []
     for workers in (0, 2):
         loader = make_loader(ds, ShardSampler(len(ds)), 2, workers)

@@ -60,6 +60,23 @@ def _rec():
     return reconstruction
 
 
+def _train_on_broken_files(tmp_path):
+    from pointabstract.engine import train
+    from tests.engine.test_preflight import resampled_layout
+
+    root = resampled_layout(tmp_path / "data")
+    return train(load_config(None, [f"data.root={root}", "data.num_points=32", "data.workers=2",
+                                    f"log.out_dir={tmp_path / 'run'}"]))
+
+
+def _batches_of_one(overrides, size):
+    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks.preflight import check_batch_statistics
+
+    cfg = load_config(None, ["model=capsule_ae_demo_dr", *overrides])
+    return check_batch_statistics(cfg, task_class(cfg.task)(cfg), size)
+
+
 def _write(path, text):
     path.write_text(text)
     return path
@@ -261,6 +278,14 @@ ROWS = [
      ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
     ("F-score: zero threshold", lambda t: _rec().reconstruction_scores(P, P, threshold=0), ValueError,
      r"threshold must be a positive finite number, got 0.0"),
+    ("train: a NaN in a training file", lambda t: _train_on_broken_files(t), ValueError,
+     r"the training set cannot be read, found before training: .*bathtub_0001.txt: non-finite value \(NaN or "
+     r"Inf\) at line 3; 'pointabstract data info .* --check' lists every problem"),
+    ("train: BatchNorm batches of one shape", lambda t: _batches_of_one(["data.batch_size=1"], 100), ValueError,
+     r"data.batch_size=1 gives the BatchNorm layers of 'capsule_ae_demo_dr' one shape per step"),
+    ("train: a last batch of one shape", lambda t: _batches_of_one(["data.batch_size=16"], 33), ValueError,
+     r"the last training batch of every epoch would hold 1 shape \(33 training shapes, data.batch_size=16\).* "
+     r"choose e.g. data.batch_size=17"),
 ]
 
 CLI_ROWS = [

@@ -21,6 +21,7 @@ from .restored import load_weights
 from .run_dir import FREE_TO_CHANGE, RunLog, config_changes, prepare_out_dir, remove_stale_temporaries
 from .sync_bn import convert_sync_batchnorm
 from .tasks import task_class
+from .tasks.preflight import check_before_training
 
 __all__ = ["ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader", "train"]
 
@@ -164,6 +165,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     _seed_everything(cfg.seed)
     task = task_class(cfg.task)(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
+    check_before_training(cfg, task, train_ds, test_ds, world_size=ctx.world_size)  # data, batches of one
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)
     core = model
     if ctx.distributed:
