@@ -104,3 +104,20 @@ def test_a_reconstruction_run_with_batches_of_one_is_refused_before_training(tin
     with pytest.raises(ValueError, match=r"data.batch_size=1 gives the BatchNorm layers of 'capsule_ae_demo_dr'"):
         train(cfg)  # used to train (and score a test Chamfer many times its train loss) without a word
     assert not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_large_file_per_shape_sets_get_the_cheap_check(tmp_path, monkeypatch):
+    from pointabstract.engine.tasks import preflight
+
+    root = resampled_layout(tmp_path / "data")  # a NaN at line 3 of bathtub_0001.txt
+    (root / "airplane" / "airplane_0002.txt").write_text("")
+    cfg = load_config(None, [f"data.root={root}", "data.num_points=32"])
+    task = task_class(cfg.task)(cfg)
+    train_set = task.dataset("train", train=True)
+    monkeypatch.setattr(preflight, "MAX_FILES", 4)  # 8 files: only checked to exist and hold bytes
+    with pytest.raises(ValueError, match=r"the training set cannot be read, found before training: "
+                                         r".*airplane_0002.txt: empty file; "):
+        preflight.check_datasets(cfg, training=train_set)
+    (root / "airplane" / "airplane_0002.txt").unlink()
+    with pytest.raises(ValueError, match=r"airplane_0002.txt: cannot be read \(No such file or directory\)"):
+        preflight.check_datasets(cfg, training=train_set)
