@@ -111,9 +111,15 @@ def _last_holds_one(n: int, batch: int, world: int, synced: bool) -> bool:
 
 def _has_batchnorm(cfg, task) -> bool:
     """Whether the run's model has BatchNorm layers: built on the meta device (no memory, no
-    init cost) with the RNG state kept, so training starts from the same weights."""
+    init cost; on the CPU for a model that cannot be built there) with the RNG state kept, so
+    training starts from the same weights."""
     from ...models import build_model
 
-    with torch.random.fork_rng(devices=[]), torch.device("meta"):
-        model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
+    args = {**cfg.model_args, **task.model_args()}
+    with torch.random.fork_rng(devices=[]):
+        try:
+            with torch.device("meta"):
+                model = build_model(cfg.model, **args)
+        except (NotImplementedError, RuntimeError):
+            model = build_model(cfg.model, **args)
     return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
