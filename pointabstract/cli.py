@@ -172,27 +172,34 @@ def _compile_notice(command: str) -> None:
 
 def _one_line(err: BaseException) -> str:
     text = str(err) or type(err).__name__
-    text = _worker_message(text, type(err).__name__) or text
+    text = _worker_message(text)
     if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in text:
         text = f"{text}: {err.filename}"
     return text
 
 
-def _worker_message(text: str, name: str) -> str | None:
-    """The worker's own message inside the text of an exception a DataLoader re-raised from a
-    worker process (torch: ``Caught X in DataLoader worker process N.`` + ``Original Traceback
-    ...``, the worker's traceback ending in ``[module.]X: message``), or None for other text."""
-    head, _, rest = text.partition("\n")
-    if not (head.startswith("Caught ") and " in DataLoader worker process " in head
-            and rest.startswith("Original Traceback")):
-        return None
-    lines = rest.splitlines()
-    pattern = re.compile(rf"(?:[\w.]+\.)?{re.escape(name)}(?:: (.*))?")
-    for i in range(len(lines) - 1, 0, -1):  # the last exception of the traceback is the one re-raised
-        match = pattern.fullmatch(lines[i])
-        if match:
-            return "\n".join([match.group(1) or name, *lines[i + 1:]]).strip()
-    return None
+# what torch puts before a worker's traceback when a DataLoader re-raises the worker's exception
+_WORKER = re.compile(r"Caught (\w+) in DataLoader worker process \d+\.\n"
+                     r"Original Traceback \(most recent call last\):\n")
+
+
+def _worker_message(text: str) -> str:
+    """``text`` with each exception a DataLoader re-raised from a worker process (torch: ``Caught
+    X in DataLoader worker process N.`` + ``Original Traceback ...``, the worker's traceback
+    ending in ``[module.]X: message``) replaced by the worker's own message, also where another
+    error's message quotes it; other text unchanged."""
+    while (found := _WORKER.search(text)) is not None:
+        lines = text[found.end():].split("\n")
+        pattern = re.compile(rf"(?:[\w.]+\.)?{re.escape(found.group(1))}(?:: (.*))?")
+        frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+        ends = [i for i, line in enumerate(lines) if pattern.fullmatch(line) and i > max(frames, default=-1)]
+        if not ends:
+            return text
+        message = pattern.fullmatch(lines[ends[0]]).group(1) or found.group(1)
+        rest = "\n".join([message, *lines[ends[0] + 1:]]).strip()
+        # the traceback ends in a newline: where another message quotes it, its ')' follows
+        text = text[:found.start()] + re.sub(r"\n+(?=\))", "", rest, count=1)
+    return text
 
 
 # optional dependencies -> the extra that installs them (pyproject.toml)

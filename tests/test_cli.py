@@ -225,3 +225,17 @@ def test_a_worker_error_is_the_workers_own_line(tmp_path, bad_line):
         messages.append(_one_line(info.value))
     assert "bathtub_0001.txt" in messages[0] and re.search(r"(line|row) 3\b", messages[0]), messages[0]
     assert messages[1] == messages[0] and "\n" not in messages[1], messages[1]
+
+
+def test_a_worker_error_quoted_in_another_message_is_unwrapped_too(tmp_path):
+    from pointabstract.cli import _one_line
+    from pointabstract.data import ModelNet40
+    from pointabstract.engine.trainer import ShardSampler, make_loader
+
+    ds = ModelNet40(resampled_layout(tmp_path / "data"), "train", num_points=32)
+    with pytest.raises(ValueError) as info:
+        list(make_loader(ds, ShardSampler(len(ds)), 2, 2))
+    own = ValueError(f"training stopped at epoch 1 ({info.value}); the last good checkpoint is last.pt")
+    assert re.fullmatch(r"training stopped at epoch 1 \(.*bathtub_0001.txt: non-finite value \(NaN or Inf\) at "
+                        r"line 3\); the last good checkpoint is last.pt", _one_line(own)), _one_line(own)
+    assert _one_line(ValueError("Caught nothing here")) == "Caught nothing here"
