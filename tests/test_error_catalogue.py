@@ -286,6 +286,8 @@ ROWS = [
     ("train: a last batch of one shape", lambda t: _batches_of_one(["data.batch_size=16"], 33), ValueError,
      r"the last training batch of every epoch would hold 1 shape \(33 training shapes, data.batch_size=16\).* "
      r"choose e.g. data.batch_size=17"),
+    ("config: a layer size below one", lambda t: load_config(None, ["model=capsule_ae_demo_dr", "model.encoder_dims=[-1]"]),
+     ValueError, r"model.encoder_dims must list layer sizes >= 1 like \[64, 128\], got \[-1\]"),
 ]
 
 CLI_ROWS = [

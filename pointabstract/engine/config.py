@@ -289,6 +289,10 @@ def _coerce(key: str, fld: dataclasses.Field, value):
         if len(kinds) == 1 and not fits:
             raise ValueError(f"{key} must be a list of {kinds.pop().__name__}s like {list(default)}, "
                              f"got {value!r}")
+        # the models' int lists (widths, encoder_dims, head_dims) are layer sizes: a size < 1
+        # builds empty layers (a warning) or fails deep in torch (a traceback)
+        if key.startswith("model.") and kinds == {int} and any(v < 1 for v in value):
+            raise ValueError(f"{key} must list layer sizes >= 1 like {list(default)}, got {list(value)}")
         return tuple(value)
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)

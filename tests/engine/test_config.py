@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import yaml
 
@@ -124,3 +126,18 @@ def test_wrong_option_shapes_name_the_key(override, message):
     cfg = load_config(None, ["model=sequoia_seg_demo", override])
     with pytest.raises(ValueError, match=message):
         task_class(cfg.task)(cfg)
+
+
+@pytest.mark.parametrize("model, override", [("capsule_ae_demo_dr", "model.encoder_dims=[-1]"),
+                                             ("centroid_transformer", "model.head_dims=[0]"),
+                                             ("sequoia_cls", "model.head_dims=[64, 0]"),
+                                             ("centroid_transformer", "model.widths=[8, 16, 0, 32]")])
+def test_layer_sizes_below_one_are_refused(model, override):
+    # encoder_dims=[-1] was a RuntimeError traceback from torch, head_dims=[0] built empty layers
+    key, value = override.split("=")
+    with pytest.raises(ValueError, match=rf"{key} must list layer sizes >= 1 like \[.*\], got {re.escape(value)}"):
+        load_config(None, [f"model={model}", override])
+
+
+def test_empty_head_is_still_allowed():
+    assert load_config(None, ["model.head_dims=[]"]).model_config().head_dims == ()
