@@ -25,7 +25,7 @@ class ConfusionMatrix:
         """logits: (B, C) scores (C = num_classes), labels: (B,) int64 in [0, C); anything else
         is a ValueError / TypeError naming the argument (never broadcast or counted elsewhere)."""
         k = self.counts.shape[0]
-        batch = _batch_size(logits, 2, labels)
+        batch = V.batch_size(logits, 2, labels)
         V.check_shape("logits", logits, (batch, k), "(B, C)")
         V.check_ids("labels", labels, (batch,), "(B,)", high=k)
         pred = logits.argmax(-1).cpu()
@@ -55,12 +55,3 @@ class ConfusionMatrix:
             "samples": int(counts.sum()),
         }
 
-
-def _batch_size(data, dims: int, ids) -> int:
-    """B: the first dimension of ``data`` when it has ``dims`` dimensions, else the length of
-    1-D ``ids`` (so that the message names whichever of the two does not fit)."""
-    if isinstance(data, torch.Tensor) and data.dim() == dims:
-        return int(data.shape[0])
-    if isinstance(ids, torch.Tensor) and ids.dim() == 1:
-        return len(ids)
-    return 0

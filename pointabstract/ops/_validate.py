@@ -198,3 +198,14 @@ def check_bool(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return bool(value)
+
+
+def batch_size(data, dims: int, ids) -> int:
+    """B for checking a pair such as (logits, labels): the first dimension of ``data`` when it
+    has ``dims`` dimensions, else the length of 1-D ``ids``, else 0 (so that the message names
+    whichever of the two does not fit)."""
+    if isinstance(data, torch.Tensor) and data.dim() == dims:
+        return int(data.shape[0])
+    if isinstance(ids, torch.Tensor) and ids.dim() == 1:
+        return len(ids)
+    return 0

@@ -19,7 +19,6 @@ import torch.nn.functional as F
 
 from ...data import NUM_PARTS, SHAPENET_PART
 from ...ops import _validate as V
-from ..metrics import _batch_size
 from .base import MissingDatasetError
 
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
@@ -69,8 +68,10 @@ def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
     part: (B, N) int64 global part ids; category: (B,) int64 category ids.
     """
     count = len(SHAPENET_PART)
-    if not isinstance(part, torch.Tensor) or part.dtype != torch.int64:
-        V.check_ids("part", part, (), "(B, N)")  # the TypeError naming what arrived
+    if not isinstance(part, torch.Tensor):
+        raise TypeError(f"part must be a torch.Tensor of dtype int64, got {type(part).__name__}")
+    if part.dtype != torch.int64:
+        raise TypeError(f"part must have dtype int64, got {part.dtype}")
     if part.dim() != 2:
         raise ValueError(f"part must have shape (B, N), got {tuple(part.shape)}")
     if not isinstance(category, torch.Tensor):
@@ -90,7 +91,7 @@ def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
 
 def restrict_to_category(logits: torch.Tensor, category: torch.Tensor) -> torch.Tensor:
     """logits: (B, N, 50), category: (B,) -> (B, N, 50) with other categories' parts at -inf."""
-    batch = _batch_size(logits, 3, category)
+    batch = V.batch_size(logits, 3, category)
     n = logits.shape[1] if isinstance(logits, torch.Tensor) and logits.dim() == 3 else 0
     V.check_shape("logits", logits, (batch, n, NUM_PARTS), f"(B, N, {NUM_PARTS})")
     V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
@@ -152,7 +153,7 @@ class PartIoU:
 
     def update(self, ious: torch.Tensor, category: torch.Tensor) -> None:
         """ious: (B,) per-shape IoUs in [0, 1]; category: (B,) int64 ids in [0, 16)."""
-        batch = _batch_size(ious, 1, category)
+        batch = V.batch_size(ious, 1, category)
         V.check_shape("ious", ious, (batch,), "(B,)")
         V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
         if len(ious) and not (0 <= float(ious.min()) and float(ious.max()) <= 1):
