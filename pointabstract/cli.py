@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import signal
 import sys
@@ -41,7 +42,8 @@ def _train(args: argparse.Namespace) -> int:
                         overwrite=args.overwrite)
     except KeyboardInterrupt as err:
         if int(os.environ.get("RANK", "0")) == 0:
-            print(_interrupted(args, cfg.log.out_dir, isinstance(err, Terminated)), file=sys.stderr, flush=True)
+            said = _interrupted(args, cfg.log.out_dir, isinstance(err, Terminated))
+            print(said, file=sys.stderr, flush=True)
         return 143 if isinstance(err, Terminated) else 130
     except RuntimeError as err:
         if not _peer_failed(err):
@@ -230,8 +232,33 @@ def _compile_notice(command: str) -> None:
 
 def _one_line(err: BaseException) -> str:
     text = str(err) or type(err).__name__
+    text = _worker_message(text)
     if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in text:
         text = f"{text}: {err.filename}"
+    return text
+
+
+# what torch puts before a worker's traceback when a DataLoader re-raises the worker's exception
+_WORKER = re.compile(r"Caught (\w+) in DataLoader worker process \d+\.\n"
+                     r"Original Traceback \(most recent call last\):\n")
+
+
+def _worker_message(text: str) -> str:
+    """``text`` with each exception a DataLoader re-raised from a worker process (torch: ``Caught
+    X in DataLoader worker process N.`` + ``Original Traceback ...``, the worker's traceback
+    ending in ``[module.]X: message``) replaced by the worker's own message, also where another
+    error's message quotes it; other text unchanged."""
+    while (found := _WORKER.search(text)) is not None:
+        lines = text[found.end():].split("\n")
+        pattern = re.compile(rf"(?:[\w.]+\.)?{re.escape(found.group(1))}(?:: (.*))?")
+        frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+        ends = [i for i, line in enumerate(lines) if pattern.fullmatch(line) and i > max(frames, default=-1)]
+        if not ends:
+            return text
+        message = pattern.fullmatch(lines[ends[0]]).group(1) or found.group(1)
+        rest = "\n".join([message, *lines[ends[0] + 1:]]).strip()
+        # the traceback ends in a newline: where another message quotes it, its ')' follows
+        text = text[:found.start()] + re.sub(r"\n+(?=\))", "", rest, count=1)
     return text
 
 

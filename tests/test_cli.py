@@ -1,6 +1,7 @@
 """The `pointabstract` command end to end on a tiny synthetic set."""
 
 import json
+import re
 import shlex
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import torch
 
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
+from tests.engine.test_preflight import resampled_layout
 from tests.fixtures import TINY_MODEL
 
 
@@ -207,3 +209,55 @@ def test_an_interrupted_training_says_what_is_kept_and_how_to_continue(tiny_synt
     assert last.startswith(f"{how}: {out / 'last.pt'} (epoch ") and " is kept; continue with: pointabstract " \
         "train demo " in last and last.endswith(" --resume") and "'log.out_dir=" in last, last
     assert main(shlex.split(last.split("continue with: pointabstract ")[1])[:-1] + ["optim.epochs=1"]) == 2
+@pytest.mark.parametrize("text, pattern", [
+    ("model: centroid_transformer\noptim.lr: [0.1\n", r"p.yaml:3: not valid YAML \(expected .*; while parsing a flow "
+                                                     r"sequence started at line 2\)"),
+    ("", r"p.yaml is empty: a preset must be one flat mapping"),
+    (b"seed: \xff\n", r"p.yaml: not a UTF-8 text file \(byte 0xff at offset 6\)"),
+])
+def test_bad_presets_are_one_line_and_start_nothing(tmp_path, capsys, monkeypatch, text, pattern):
+    monkeypatch.chdir(tmp_path)  # an empty preset used to start a 250-epoch run into runs/train
+    preset = tmp_path / "p.yaml"
+    preset.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert main(["train", str(preset)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and re.search(pattern, err), err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_override_path_keeps_its_hash(tiny_synthetic, tmp_path, capsys):
+    out = tmp_path / "exp #1"
+    assert main(["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "optim.epochs=1",
+                 "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *TINY_MODEL]) == 0
+    assert (out / "last.pt").is_file() and not (tmp_path / "exp").exists()
+
+
+@pytest.mark.parametrize("bad_line", ["0.1,0.2,nan,0,0,1", "0.1,0.2"])
+def test_a_worker_error_is_the_workers_own_line(tmp_path, bad_line):
+    from pointabstract.cli import _one_line
+    from pointabstract.data import ModelNet40
+    from pointabstract.engine.trainer import ShardSampler, make_loader
+
+    ds = ModelNet40(resampled_layout(tmp_path / "data", bad_line), "train", num_points=32)
+    messages = []
+    for workers in (0, 2):
+        loader = make_loader(ds, ShardSampler(len(ds)), 2, workers)
+        with pytest.raises(ValueError) as info:
+            list(loader)
+        messages.append(_one_line(info.value))
+    assert "bathtub_0001.txt" in messages[0] and re.search(r"(line|row) 3\b", messages[0]), messages[0]
+    assert messages[1] == messages[0] and "\n" not in messages[1], messages[1]
+
+
+def test_a_worker_error_quoted_in_another_message_is_unwrapped_too(tmp_path):
+    from pointabstract.cli import _one_line
+    from pointabstract.data import ModelNet40
+    from pointabstract.engine.trainer import ShardSampler, make_loader
+
+    ds = ModelNet40(resampled_layout(tmp_path / "data"), "train", num_points=32)
+    with pytest.raises(ValueError) as info:
+        list(make_loader(ds, ShardSampler(len(ds)), 2, 2))
+    own = ValueError(f"training stopped at epoch 1 ({info.value}); the last good checkpoint is last.pt")
+    assert re.fullmatch(r"training stopped at epoch 1 \(.*bathtub_0001.txt: non-finite value \(NaN or Inf\) at "
+                        r"line 3\); the last good checkpoint is last.pt", _one_line(own)), _one_line(own)
+    assert _one_line(ValueError("Caught nothing here")) == "Caught nothing here"

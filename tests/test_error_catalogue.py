@@ -23,8 +23,8 @@ from pointabstract.bench.seeds import write_results
 from pointabstract.cli import main
 from pointabstract.data import LayoutNotFoundError
 from pointabstract.engine import atomic_save, load_checkpoint, load_config
-from pointabstract.engine.run_dir import claim_run_folder
 from pointabstract.engine.distributed import check_device
+from pointabstract.engine.run_dir import claim_run_folder
 from pointabstract.interop import pyg
 from pointabstract.models import build_model
 from pointabstract.nn import ContextPool
@@ -36,6 +36,48 @@ def _reconstruction(overrides):
     from pointabstract.engine.tasks import task_class
 
     return task_class("reconstruction")(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
+
+
+def _task(overrides):
+    from pointabstract.engine.tasks import task_class
+
+    cfg = load_config(None, overrides)
+    return task_class(cfg.task)(cfg)
+
+
+def _metrics():
+    from pointabstract.engine import metrics
+
+    return metrics
+
+
+def _seg():
+    from pointabstract.engine.tasks import part_segmentation
+
+    return part_segmentation
+
+
+def _rec():
+    from pointabstract.engine.tasks import reconstruction
+
+    return reconstruction
+
+
+def _train_on_broken_files(tmp_path):
+    from pointabstract.engine import train
+    from tests.engine.test_preflight import resampled_layout
+
+    root = resampled_layout(tmp_path / "data")
+    return train(load_config(None, [f"data.root={root}", "data.num_points=32", "data.workers=2",
+                                    f"log.out_dir={tmp_path / 'run'}"]))
+
+
+def _batches_of_one(overrides, size):
+    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks.preflight import check_batch_statistics
+
+    cfg = load_config(None, ["model=capsule_ae_demo_dr", *overrides])
+    return check_batch_statistics(cfg, task_class(cfg.task)(cfg), size)
 
 
 def _write(path, text):
@@ -245,6 +287,50 @@ ROWS = [
     # --- benchmark records --------------------------------------------------------------------
     ("write_results: nothing measured", lambda t: write_results("x", [], "", out_dir=t), ValueError,
      r"bench x measured nothing, so nothing is written \(.*x.md and .*x.json are left as they were\)"),
+    ("config: a comment after a typed override", lambda t: load_config(None, ["optim.epochs=3 #three"]),
+     ValueError, r"override optim.epochs='3 #three': '#' would start a YAML comment and drop ' #three'"),
+    ("config: preset with a YAML syntax error",
+     lambda t: load_config(_write(t / "p.yaml", "model: centroid_transformer\noptim.lr: [0.1\nseed: 1\n")),
+     ValueError, r"p.yaml:3: not valid YAML \(expected ',' or '\]', but got ':'; while parsing a flow sequence started "
+     r"at line 2\)"),
+    ("config: preset not UTF-8",
+     lambda t: load_config((t / "l.yaml").write_bytes(b"seed: \xff\n") and t / "l.yaml"), ValueError,
+     r"l.yaml: not a UTF-8 text file \(byte 0xff at offset 6\)"),
+    ("config: empty preset", lambda t: load_config(_write(t / "e.yaml", "# nothing yet\n")), ValueError,
+     r"e.yaml is empty: a preset must be one flat mapping of 'key: value' lines"),
+    ("config: task.scale of one value", lambda t: _task(["model=sequoia_seg_demo", "task.scale=[0.5]"]),
+     ValueError, r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
+    ("config: unknown part category", lambda t: _task(["model=sequoia_seg_demo", "task.categories=[Plane]"]),
+     ValueError, r"task.categories must name ShapeNetPart categories \(.*\), got unknown \['Plane'\]"),
+    ("chamfer: squared as a string", lambda t: ops.chamfer_distance(P, P, squared="False"), TypeError,
+     r"squared must be True or False, got str 'False'"),
+    ("confusion matrix: label beyond the classes",
+     lambda t: _metrics().ConfusionMatrix(3).update(torch.rand(2, 3), torch.tensor([0, 3])), ValueError,
+     r"labels values must lie in \[0, 2\], got values in \[0, 3\]"),
+    ("confusion matrix: logits of another class count",
+     lambda t: _metrics().ConfusionMatrix(3).update(torch.rand(2, 4), torch.tensor([0, 1])), ValueError,
+     r"logits must have shape \(B, C\) = \(2, 3\), got \(2, 4\)"),
+    ("part IoU: predicted part id out of range",
+     lambda t: _seg().shape_ious(torch.tensor([[6, 50]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     r"pred values must lie in \[0, 49\], got values in \[6, 50\]"),
+    ("part IoU: prediction and truth of different sizes",
+     lambda t: _seg().shape_ious(torch.tensor([[6, 7, 7]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     r"pred must have shape \(B, N\) = \(1, 2\), got \(1, 3\)"),
+    ("capsule purity: part id >= num_parts",
+     lambda t: _rec().capsule_purity(P, P, torch.full((2, 64), 4), torch.zeros(64, dtype=torch.int64), num_parts=4),
+     ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
+    ("F-score: zero threshold", lambda t: _rec().reconstruction_scores(P, P, threshold=0), ValueError,
+     r"threshold must be a positive finite number, got 0.0"),
+    ("train: a NaN in a training file", lambda t: _train_on_broken_files(t), ValueError,
+     r"the training set cannot be read, found before training: .*bathtub_0001.txt: non-finite value \(NaN or "
+     r"Inf\) at line 3; 'pointabstract data info .* --check' lists every problem"),
+    ("train: BatchNorm batches of one shape", lambda t: _batches_of_one(["data.batch_size=1"], 100), ValueError,
+     r"data.batch_size=1 gives the BatchNorm layers of 'capsule_ae_demo_dr' one shape per step"),
+    ("train: a last batch of one shape", lambda t: _batches_of_one(["data.batch_size=16"], 33), ValueError,
+     r"the last training batch of every epoch would hold 1 shape \(33 training shapes, data.batch_size=16\).* "
+     r"choose e.g. data.batch_size=17"),
+    ("config: a layer size below one", lambda t: load_config(None, ["model=capsule_ae_demo_dr", "model.encoder_dims=[-1]"]),
+     ValueError, r"model.encoder_dims must list layer sizes >= 1 like \[64, 128\], got \[-1\]"),
 ]
 
 CLI_ROWS = [
@@ -281,6 +367,10 @@ CLI_ROWS = [
     ("bench sequoia: N = 0", ["bench", "sequoia", "--ns", "0"], r"--ns must be >= 1, got \[0\]"),
     ("bench capsules: --results under a file", ["bench", "capsules", "--results", "{file}/bench"],
      r"--results .*file/bench/capsules.md: folder .*file/bench cannot be written: Not a directory"),
+    ("train: task.scale of one value", ["train", "parts_demo", "task.scale=[0.5]", "log.out_dir={tmp}/run"],
+     r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
+    ("train: a preset that is not a mapping", ["train", "{file}"],
+     r"file: a preset must be one flat mapping of 'key: value' lines"),
 ]
 
 

@@ -20,8 +20,9 @@ __all__ = ["UnsafeCheckpointError", "atomic_save", "check_finite_weights", "load
 # What checkpoints written before the numpy RNG state was stored as a tensor hold besides tensors
 # and Python containers: numpy arrays and scalars. Rebuilding them runs no code from the file
 # (torch's weights-only unpickler still checks everything inside them), so they stay loadable.
-_NUMPY_DATA = [np.ndarray, np.dtype, *(getattr(getattr(np, "dtypes", None), name, np.dtype) for name in
-                                        ("UInt32DType", "Float64DType", "Float32DType", "Int64DType", "Int32DType"))]
+_DTYPES = ("UInt32DType", "Float64DType", "Float32DType", "Int64DType", "Int32DType")
+_NUMPY_DATA = [np.ndarray, np.dtype,
+               *(getattr(getattr(np, "dtypes", None), name, np.dtype) for name in _DTYPES)]
 for _name in ("_reconstruct", "scalar"):
     for _module in ("numpy._core.multiarray", "numpy.core.multiarray"):
         try:
@@ -61,7 +62,8 @@ def atomic_save(obj, path: str | Path) -> Path:
     except OSError as err:
         if err.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        kept = f"the previous {path.name} is kept unchanged" if path.exists() else f"no {path.name} was written"
+        kept = (f"the previous {path.name} is kept unchanged" if path.exists()
+                else f"no {path.name} was written")
         raise OSError(err.errno, f"no space left on device writing {path} ({len(data) / 2**20:.1f} MB); "
                                  f"{kept}; free some space and run again") from None
     finally:
@@ -117,8 +119,8 @@ def _check_archive(path: Path) -> None:
         raise ValueError(f"{path} is damaged: cut short or altered ({' '.join(str(err).split())[:120]}); "
                          "it cannot be loaded") from None
     if bad is not None:
-        raise ValueError(f"{path} is damaged: its record {bad!r} does not match its checksum (altered bytes); "
-                         "it cannot be loaded")
+        raise ValueError(f"{path} is damaged: its record {bad!r} does not match its checksum (altered "
+                         "bytes); it cannot be loaded")
 
 
 def _unsafe_globals(path: Path) -> str:

@@ -4,8 +4,10 @@ A preset is one flat mapping (no nesting, no inheritance): top-level keys of
 :class:`RunConfig` (``model``, ``task``, ``seed``, ...), ``data.*``, ``optim.*``, ``log.*``,
 ``model.*`` for the fields of the chosen model's config dataclass and ``task.*`` for the fields
 of the task's settings dataclass (e.g. ``task.votes`` for classification). Command-line overrides
-use the same keys (``optim.lr=3e-4 model.k=16``); values are parsed as YAML scalars / lists.
-Unknown keys are an error naming them.
+use the same keys (``optim.lr=3e-4 model.k=16``); values are parsed as YAML scalars / lists
+(numbers, true / false, null, ``[0.8, 1.2]``), and a value YAML reads as text is taken exactly
+as typed, so ``log.out_dir=runs/exp #1`` or ``data.root=C:/data`` keep their ``#`` and ``:``
+(see :func:`parse_override`). Unknown keys are an error naming them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import yaml
 from ..models import MODELS, model_config, model_task
 
 __all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "check_config", "load_config",
-           "preset_path", "to_flat", "upgrade_flat"]
+           "parse_override", "preset_path", "read_preset", "to_flat", "upgrade_flat"]
 
 PRESETS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -122,10 +124,7 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
             and not (PRESETS / f"{preset}.yaml").is_file():
         flat = model_preset(str(preset))
     elif preset is not None:
-        text = preset_path(str(preset)).read_text()
-        flat = yaml.safe_load(text) or {}
-        if not isinstance(flat, dict) or any(isinstance(v, dict) for v in flat.values()):
-            raise ValueError(f"{preset}: a preset must be one flat mapping of 'key: value' lines")
+        flat = read_preset(preset_path(str(preset)))
     if isinstance(overrides, dict):
         flat.update(overrides)
     else:
@@ -133,8 +132,56 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
             if "=" not in item:
                 raise ValueError(f"override {item!r} must look like key=value")
             key, value = item.split("=", 1)
-            flat[key.strip()] = yaml.safe_load(value)
+            flat[key.strip()] = parse_override(key.strip(), value)
     return _from_flat(flat)
+
+
+def read_preset(path: Path) -> dict:
+    """The flat mapping of a preset file; one-line ValueErrors naming the file (and line) for
+    text that is not UTF-8, not YAML, empty, or not one flat mapping."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a UTF-8 text file (byte 0x{err.object[err.start]:02x} at offset "
+                         f"{err.start})") from None
+    try:
+        flat = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+        if context and start is not None and start is not mark:
+            problem += f"; {context} started at line {start.line + 1}"
+        raise ValueError(f"{where}: not valid YAML ({problem})") from None
+    if flat is None:
+        raise ValueError(f"{path} is empty: a preset must be one flat mapping of 'key: value' lines "
+                         f"(at least 'model: <name>')")
+    if not isinstance(flat, dict) or any(isinstance(v, dict) for v in flat.values()):
+        raise ValueError(f"{path}: a preset must be one flat mapping of 'key: value' lines")
+    return flat
+
+
+def parse_override(key: str, text: str):
+    """The value of a ``key=value`` override: YAML's reading when it is a number, a bool, null
+    or a list (``3e-4``, ``true``, ``[0.8, 1.2]``) or a quoted string, else ``text`` exactly as
+    typed (stripped), so that paths keep a ``#`` or ``:`` (YAML would read ``runs/exp #1`` as
+    ``runs/exp`` plus a comment, ``a: b`` as a mapping). A ``#`` that YAML would take for a
+    comment after a typed value is refused rather than dropped."""
+    raw = text.strip()
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw  # e.g. '[1, 2' or 'a: b: c': the text itself; the field's type check names it
+    quoted = raw[:1] in ("'", '"') and isinstance(value, str)
+    if not quoted and (isinstance(value, (str, dict)) or not isinstance(value, (bool, int, float, list))
+                       and value is not None):
+        return raw  # text, a mapping, a date: what was typed
+    if "#" in raw and "#" not in str(value):
+        dropped = raw[raw.index("#"):]
+        raise ValueError(f"override {key}={raw!r}: '#' would start a YAML comment and drop "
+                         f"' {dropped}'; quote the value or leave the comment out")
+    return value
 
 
 def _from_flat(flat: dict) -> RunConfig:
@@ -244,6 +291,10 @@ def _coerce(key: str, fld: dataclasses.Field, value):
         if len(kinds) == 1 and not fits:
             raise ValueError(f"{key} must be a list of {kinds.pop().__name__}s like {list(default)}, "
                              f"got {value!r}")
+        # the models' int lists (widths, encoder_dims, head_dims) are layer sizes: a size < 1
+        # builds empty layers (a warning) or fails deep in torch (a traceback)
+        if key.startswith("model.") and kinds == {int} and any(v < 1 for v in value):
+            raise ValueError(f"{key} must list layer sizes >= 1 like {list(default)}, got {list(value)}")
         return tuple(value)
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)

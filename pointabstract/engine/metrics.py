@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..ops import _validate as V
+
 __all__ = ["ConfusionMatrix"]
 
 
@@ -16,12 +18,17 @@ class ConfusionMatrix:
     """
 
     def __init__(self, num_classes: int):
+        num_classes = V.check_int("num_classes", num_classes, low=1)
         self.counts = torch.zeros(num_classes, num_classes, dtype=torch.int64)
 
     def update(self, logits: torch.Tensor, labels: torch.Tensor) -> None:
-        """logits: (B, classes), labels: (B,) int64."""
-        pred = logits.argmax(-1).cpu()
+        """logits: (B, C) scores (C = num_classes), labels: (B,) int64 in [0, C); anything else
+        is a ValueError / TypeError naming the argument (never broadcast or counted elsewhere)."""
         k = self.counts.shape[0]
+        batch = V.batch_size(logits, 2, labels)
+        V.check_shape("logits", logits, (batch, k), "(B, C)")
+        V.check_ids("labels", labels, (batch,), "(B,)", high=k)
+        pred = logits.argmax(-1).cpu()
         self.counts += torch.bincount(labels.cpu() * k + pred, minlength=k * k).view(k, k)
 
     def all_reduce(self) -> None:
@@ -47,3 +54,4 @@ class ConfusionMatrix:
             "class_names": names,
             "samples": int(counts.sum()),
         }
+

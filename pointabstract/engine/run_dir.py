@@ -26,7 +26,8 @@ __all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunL
 
 # keys that may differ on --resume without changing what is trained: how long, where it runs,
 # how it is logged, how fast evaluation batches are
-FREE_TO_CHANGE = frozenset({"optim.epochs", "optim.max_steps", "device", "data.workers", "data.eval_batch_size",
+FREE_TO_CHANGE = frozenset({"optim.epochs", "optim.max_steps", "device", "data.workers",
+                            "data.eval_batch_size",
                             "log.out_dir", "log.progress", "log.tensorboard", "log.eval_every"})
 
 # what `train` writes into a run folder (the last three are the tasks' report figures):

@@ -14,15 +14,22 @@ import torch
 from tqdm import tqdm
 
 from ..models import build_model
-from .checkpoint import (UnsafeCheckpointError, check_finite_weights, load_checkpoint, rng_state,
-                         set_rng_state)
+from .checkpoint import UnsafeCheckpointError, check_finite_weights, load_checkpoint, rng_state, set_rng_state
 from .config import RunConfig, to_flat, upgrade_flat
 from .distributed import DistContext, init_distributed
 from .restored import load_weights
-from .run_dir import (FREE_TO_CHANGE, RunLock, RunLog, claim_run_folder, config_changes, prepare_out_dir,
-                      remove_stale_temporaries)
+from .run_dir import (
+    FREE_TO_CHANGE,
+    RunLock,
+    RunLog,
+    claim_run_folder,
+    config_changes,
+    prepare_out_dir,
+    remove_stale_temporaries,
+)
 from .sync_bn import convert_sync_batchnorm
 from .tasks import task_class
+from .tasks.preflight import check_before_training
 
 __all__ = ["ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader", "train"]
 
@@ -164,12 +171,13 @@ def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[
         raise ValueError(f"{out / 'last.pt'} holds a '{ckpt['model_name']}' model, "
                          f"the config asks for '{cfg.model}'")
     if cfg.optim.epochs < ckpt["epoch"]:
-        raise ValueError(f"optim.epochs {cfg.optim.epochs} is below the {ckpt['epoch']} epochs {out / 'last.pt'} "
-                         f"has already trained; resume with optim.epochs >= {ckpt['epoch']}")
+        raise ValueError(f"optim.epochs {cfg.optim.epochs} is below the {ckpt['epoch']} epochs "
+                         f"{out / 'last.pt'} has already trained; resume with optim.epochs >= "
+                         f"{ckpt['epoch']}")
     if 0 < cfg.optim.max_steps < ckpt["step"]:
         raise ValueError(f"optim.max_steps {cfg.optim.max_steps} is below the {ckpt['step']} steps "
-                         f"{out / 'last.pt'} has already trained; resume with optim.max_steps >= {ckpt['step']} "
-                         "(or 0: no step budget)")
+                         f"{out / 'last.pt'} has already trained; resume with optim.max_steps >= "
+                         f"{ckpt['step']} (or 0: no step budget)")
     changes = config_changes(upgrade_flat(dict(ckpt["config"])), to_flat(cfg))
     refused = {k: v for k, v in changes.items() if k not in FREE_TO_CHANGE}
     if refused and not allow_config_change:
@@ -187,8 +195,8 @@ def _intact_alternative(out: Path) -> str:
         epoch = load_checkpoint(out / "best.pt")["epoch"]
     except (OSError, ValueError):
         return "no intact checkpoint is left in the folder: start anew with --overwrite"
-    return (f"{out / 'best.pt'} (epoch {epoch}) is intact: copy it over last.pt to resume from epoch {epoch}, "
-            "or start anew with --overwrite")
+    return (f"{out / 'best.pt'} (epoch {epoch}) is intact: copy it over last.pt to resume from epoch "
+            f"{epoch}, or start anew with --overwrite")
 
 
 def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None,
@@ -205,6 +213,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     _seed_everything(cfg.seed)
     task = task_class(cfg.task)(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
+    check_before_training(cfg, task, train_ds, test_ds, world_size=ctx.world_size)  # data, batches of one
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)
     core = model
     if ctx.distributed:

@@ -157,3 +157,55 @@ def check_index(name: str, idx, batch: int, n: int, device: torch.device,
         if lo < low_ok or hi >= n:
             raise ValueError(f"{name} values must lie in [{low_ok}, {n - 1}], got values in [{lo}, {hi}]")
     return idx
+
+
+def _shape_text(shape: tuple) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
+
+
+def check_shape(name: str, x, shape: tuple, letters: str, *, floating: bool = True) -> torch.Tensor:
+    """Check a tensor of exactly ``shape`` (written ``letters``, e.g. ``"(B, C)"``), floating
+    point when ``floating``; e.g. ``logits must have shape (B, C) = (4, 10), got (4, 9)``."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if floating and not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {letters} = {_shape_text(tuple(shape))}, "
+                         f"got {tuple(x.shape)}")
+    return x
+
+
+def check_ids(name: str, ids, shape: tuple, letters: str, *, low: int = 0,
+              high: int | None = None) -> torch.Tensor:
+    """Check an int64 id tensor of exactly ``shape`` (written ``letters``) whose values lie in
+    ``[low, high)`` (``high=None``: no upper bound); never clamped, never broadcast."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of dtype int64, got {type(ids).__name__}")
+    if ids.dtype != torch.int64:
+        raise TypeError(f"{name} must have dtype int64, got {ids.dtype}")
+    check_shape(name, ids, shape, letters, floating=False)
+    if ids.numel():
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < low or (high is not None and hi >= high):
+            bound = f"lie in [{low}, {high - 1}]" if high is not None else f"be >= {low}"
+            raise ValueError(f"{name} values must {bound}, got values in [{lo}, {hi}]")
+    return ids
+
+
+def check_bool(name: str, value) -> bool:
+    """Check a flag that must be a real ``bool`` (a string such as ``"False"`` is truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def batch_size(data, dims: int, ids) -> int:
+    """B for checking a pair such as (logits, labels): the first dimension of ``data`` when it
+    has ``dims`` dimensions, else the length of 1-D ``ids``, else 0 (so that the message names
+    whichever of the two does not fit)."""
+    if isinstance(data, torch.Tensor) and data.dim() == dims:
+        return int(data.shape[0])
+    if isinstance(ids, torch.Tensor) and ids.dim() == 1:
+        return len(ids)
+    return 0

@@ -43,6 +43,8 @@ def chamfer_distance(x: torch.Tensor, y: torch.Tensor, *, x_lengths: torch.Tenso
     V.check_cloud("x", x)
     V.check_cloud("y", y)
     V.check_same_batch("x", x, "y", y)
+    V.check_bool("squared", squared)
+    V.check_bool("single_directional", single_directional)
     V.check_choice("point_reduction", point_reduction, ("mean", "sum", None))
     V.check_choice("batch_reduction", batch_reduction, ("mean", "sum", None))
     if point_reduction is None and batch_reduction is not None:

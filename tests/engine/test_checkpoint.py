@@ -2,8 +2,8 @@
 old files (numpy RNG state) still load, and a full disk is one line that says what was kept."""
 
 import errno
-import re
 import os
+import re
 from pathlib import Path
 
 import numpy as np

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import yaml
 
@@ -63,3 +65,79 @@ def test_a_registry_model_name_is_a_preset_with_its_tasks_dataset():
     # a preset file of the same name would win; an unknown name lists both kinds
     with pytest.raises(FileNotFoundError, match="or a model name"):
         load_config("capsule_ae_nope")
+
+
+@pytest.mark.parametrize("value", ["runs/exp #1", "runs/a:b", "C:/x", "a # b", "runs/a: b", "runs/2024-01-01"])
+def test_override_values_keep_hash_and_colon(value):
+    # read as YAML, ' #1' was a comment (runs/exp #1 -> runs/exp) and 'a: b' a mapping
+    assert load_config(None, [f"log.out_dir={value}"]).log.out_dir == value
+
+
+def test_typed_overrides_parse_as_before():
+    cfg = load_config(None, ["model=sequoia_seg_demo", "optim.lr=3e-4", "optim.epochs=7", "log.progress=false",
+                             "task.scale=[0.8,1.2]", "task.categories=[Airplane, Chair]", "optim.grad_clip=1",
+                             "seed=0x10", "log.out_dir='quoted #1'", 'data.root="a: b"'])
+    assert (cfg.optim.lr, cfg.optim.epochs, cfg.log.progress, cfg.optim.grad_clip, cfg.seed) == \
+        (3e-4, 7, False, 1.0, 16)
+    assert cfg.task_args == {"scale": (0.8, 1.2), "categories": ("Airplane", "Chair")}
+    assert (cfg.log.out_dir, cfg.data.root) == ("quoted #1", "a: b")
+    assert load_config(None, ["model.k=null"]).model_config().k is None
+
+
+def test_a_comment_after_a_typed_override_is_refused():
+    with pytest.raises(ValueError, match=r"override optim.epochs='3 # three': '#' would start a YAML comment "
+                                         r"and drop ' # three'; quote the value"):
+        load_config(None, ["optim.epochs=3 # three"])
+
+
+def test_preset_syntax_and_encoding_errors_are_one_line(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("model: centroid_transformer\noptim.lr: [0.1\nseed: 1\n")
+    with pytest.raises(ValueError, match=r"^.*broken.yaml:\d+: not valid YAML \(.*\)$") as info:
+        load_config(broken)
+    assert "\n" not in str(info.value)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("log.out_dir: runs/caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin.yaml: not a UTF-8 text file \(byte 0xe9 at offset 21\)"):
+        load_config(latin)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "null\n"])
+def test_an_empty_preset_is_refused(tmp_path, text):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(text)
+    with pytest.raises(ValueError, match=r"empty.yaml is empty: a preset must be one flat mapping of 'key: value' "
+                                         r"lines \(at least 'model: <name>'\)"):
+        load_config(empty)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("task.scale=[0.5]", r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
+    ("task.scale=[0.5, 1, 2]", r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5, 1, 2\]"),
+    ("task.scale=[1.5, 0.5]", r"task.scale must satisfy 0 < low <= high, got \[1.5, 0.5\]"),
+    ("task.categories=[Foo]", r"task.categories must name ShapeNetPart categories \(\['Airplane', .*\]\), "
+                              r"got unknown \['Foo'\]"),
+    ("task.shift=-1", r"task.shift must be >= 0, got -1.0"),
+    ("task.votes=0", r"task.votes must be >= 1, got 0"),
+])
+def test_wrong_option_shapes_name_the_key(override, message):
+    from pointabstract.engine.tasks import task_class
+
+    cfg = load_config(None, ["model=sequoia_seg_demo", override])
+    with pytest.raises(ValueError, match=message):
+        task_class(cfg.task)(cfg)
+
+
+@pytest.mark.parametrize("model, override", [("capsule_ae_demo_dr", "model.encoder_dims=[-1]"),
+                                             ("centroid_transformer", "model.head_dims=[0]"),
+                                             ("sequoia_cls", "model.head_dims=[64, 0]"),
+                                             ("centroid_transformer", "model.widths=[8, 16, 0, 32]")])
+def test_layer_sizes_below_one_are_refused(model, override):
+    # encoder_dims=[-1] was a RuntimeError traceback from torch, head_dims=[0] built empty layers
+    key, value = override.split("=")
+    with pytest.raises(ValueError, match=rf"{key} must list layer sizes >= 1 like \[.*\], got {re.escape(value)}"):
+        load_config(None, [f"model={model}", override])
+
+
+def test_empty_head_is_still_allowed():
+    assert load_config(None, ["model.head_dims=[]"]).model_config().head_dims == ()

@@ -57,7 +57,14 @@ def test_a_failing_process_ends_the_run_with_its_error(tiny_overrides, tmp_path,
     if how == "raise":
         assert errors.pop(0) == f"error: injected failure in the forward of process {fail_rank}", proc.stderr
     other = "1" if fail_rank == "0" else "0"
-    assert errors[0].startswith(f"error: process {other} stopped because another training process failed")
+    # the other process either sees the broken collective first (one error: line) or is ended by
+    # torchrun's SIGTERM first (the interrupted / terminated line): a race, both say what is kept
+    stopped = [line for line in proc.stderr.splitlines()
+               if line.startswith((f"error: process {other} stopped because another training process failed",
+                                   "interrupted: ", "terminated (SIGTERM): "))]
+    assert stopped, proc.stderr[-3000:]
+    if other == "0":
+        assert "last.pt (epoch 1) is kept; continue with: pointabstract train demo " in stopped[0]
     assert f"[rank{other}]: Traceback" not in proc.stderr  # no second traceback hides the cause
     assert load_checkpoint(out / "last.pt")["epoch"] == 1
     env["FAIL_STEP"] = "0"  # no failure this time

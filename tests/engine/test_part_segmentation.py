@@ -165,7 +165,7 @@ def test_reads_the_real_cap_subset(realdata):
 
 
 def test_bad_settings_and_data(tmp_path):
-    with pytest.raises(ValueError, match="task settings need"):
+    with pytest.raises(ValueError, match="task.votes must be >= 1, got 0"):
         _task(tmp_path, votes=0)
     with pytest.raises(MissingDatasetError, match="no ShapeNetPart layout found"):
         _task(tmp_path).dataset("train", train=True)
@@ -173,3 +173,28 @@ def test_bad_settings_and_data(tmp_path):
     task.cfg.data.dataset = "modelnet40"
     with pytest.raises(ValueError, match="data.dataset must be 'shapenet_part'"):
         task.dataset("train", train=True)
+
+
+@pytest.mark.parametrize("call, message", [
+    # a predicted id outside the 50 parts used to be clamped to 0 or 49 and scored
+    (lambda: shape_ious(_t([[6, 50]]), _t([[6, 7]]), _t([CAP])), r"pred values must lie in \[0, 49\], got values in \[6, 50\]"),
+    (lambda: shape_ious(_t([[6, -1]]), _t([[6, 7]]), _t([CAP])), r"pred values must lie in \[0, 49\], got values in \[-1, 6\]"),
+    (lambda: shape_ious(_t([[6, 7, 6]]), _t([[6, 7]]), _t([CAP])), r"pred must have shape \(B, N\) = \(1, 2\), got \(1, 3\)"),
+    (lambda: shape_ious(_t([6, 7]), _t([[6, 7]]), _t([CAP])), r"pred must have shape \(B, N\) = \(1, 2\), got \(2,\)"),
+    (lambda: shape_ious(_t([[6, 7]] * 2), _t([[6, 7]] * 2), _t([CAP])),
+     r"category must have shape \(B,\) = \(2,\), got \(1,\)"),
+    (lambda: check_part_labels(_t([6, 7]), _t([CAP])), r"part must have shape \(B, N\), got \(2,\)"),
+    (lambda: restrict_to_category(torch.zeros(1, 2, 49), _t([CAP])),
+     r"logits must have shape \(B, N, 50\) = \(1, 2, 50\), got \(1, 2, 49\)"),
+    (lambda: restrict_to_category(torch.zeros(1, 2, 50), _t([16])), r"category values must lie in \[0, 15\], got values in \[16, 16\]"),
+    (lambda: restrict_to_category(torch.zeros(2, 2, 50), _t([CAP])),
+     r"category must have shape \(B,\) = \(2,\), got \(1,\)"),
+    (lambda: PartIoU().update(torch.tensor([0.5, 1.0]), _t([CAP])),
+     r"category must have shape \(B,\) = \(2,\), got \(1,\)"),
+    (lambda: PartIoU().update(torch.tensor([0.5]), _t([-1])), r"category values must lie in \[0, 15\], got values in \[-1, -1\]"),
+    (lambda: PartIoU().update(torch.tensor([1.5]), _t([CAP])), r"ious must lie in \[0, 1\], got values in \[1.5, 1.5\]"),
+    (lambda: PartIoU().update(torch.tensor([[0.5]]), _t([CAP])), r"ious must have shape \(B,\) = \(1,\), got \(1, 1\)"),
+])
+def test_metric_inputs_are_checked(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

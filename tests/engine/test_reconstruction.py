@@ -238,3 +238,35 @@ def test_how_often_a_run_evaluates_does_not_change_its_training(synth, tmp_path)
         train(load_config(None, _train_overrides(synth, out, ("optim.epochs", 3), ("log.eval_every", every))))
         weights.append(load_checkpoint(out / "last.pt")["model"])
     assert [k for k in weights[0] if not torch.equal(weights[0][k], weights[1][k])] == []
+
+
+P3, Q3 = torch.rand(2, 8, 3), torch.rand(2, 6, 3)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: reconstruction_scores(P3, Q3[:1], threshold=0.1), ValueError,
+     r"points and pos must have the same batch size B, got 2 and 1"),
+    (lambda: reconstruction_scores(P3[..., :2], Q3, threshold=0.1), ValueError,
+     r"points must have shape \(B, N, 3\), got \(2, 8, 2\)"),
+    (lambda: reconstruction_scores(P3, Q3, threshold=0.0), ValueError, r"threshold must be a positive finite number, got 0.0"),
+    (lambda: reconstruction_scores(P3, Q3, threshold=float("nan")), ValueError,
+     r"threshold must be a positive finite number, got nan"),
+    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 6, dtype=torch.int64), torch.zeros(7, dtype=torch.int64),
+                            num_parts=4), ValueError, r"capsule_index must have shape \(M,\) = \(8,\), got \(7,\)"),
+    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 5, dtype=torch.int64), torch.zeros(8, dtype=torch.int64),
+                            num_parts=4), ValueError, r"part must have shape \(B, N\) = \(2, 6\), got \(2, 5\)"),
+    # a part id >= num_parts used to land in the next capsule's row of the table
+    (lambda: capsule_purity(P3, Q3, torch.full((2, 6), 4), torch.zeros(8, dtype=torch.int64), num_parts=4),
+     ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
+    (lambda: capsule_purity(P3, Q3, torch.full((2, 6), -1), torch.zeros(8, dtype=torch.int64), num_parts=4),
+     ValueError, r"part values must lie in \[0, 3\], got values in \[-1, -1\]"),
+    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 6, dtype=torch.int64), torch.full((8,), -2), num_parts=4),
+     ValueError, r"capsule_index values must be >= 0, got values in \[-2, -2\]"),
+    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 6, dtype=torch.int64), torch.zeros(8, dtype=torch.int64),
+                            num_parts=0), ValueError, r"num_parts must be a positive int, got 0"),
+    (lambda: capsule_purity(P3, Q3[:1], torch.zeros(1, 6, dtype=torch.int64), torch.zeros(8, dtype=torch.int64),
+                            num_parts=4), ValueError, r"points and pos must have the same batch size B, got 2 and 1"),
+])
+def test_metric_inputs_are_checked(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -116,3 +116,11 @@ def test_half_duplicates_match_naive():
     x, y = degenerate_cloud("half duplicates", seed=1), degenerate_cloud("few values", seed=2)
     torch.testing.assert_close(chamfer_distance(x, y, batch_reduction=None),
                                chamfer_distance_naive(x, y))
+
+
+@pytest.mark.parametrize("flag", ["squared", "single_directional"])
+def test_flags_must_be_bools(flag):
+    x = torch.rand(1, 4, 3)
+    # the string "False" is truthy: it used to select the squared / one-directional distance
+    with pytest.raises(TypeError, match=rf"{flag} must be True or False, got str 'False'"):
+        chamfer_distance(x, x, **{flag: "False"})

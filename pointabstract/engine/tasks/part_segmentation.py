@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ...data import NUM_PARTS, SHAPENET_PART
+from ...ops import _validate as V
 from .base import MissingDatasetError
 
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
@@ -39,14 +40,45 @@ class PartSegmentationSettings:
     votes: int = 1  # evaluation: average softmax over this many copies (the extra ones augmented)
 
 
+def check_settings(o: PartSegmentationSettings) -> None:
+    """ValueError naming the ``task.*`` key, the rule and what arrived, for settings that are
+    the right type but the wrong shape or range."""
+    names = [c.name for c in SHAPENET_PART]
+    if len(o.scale) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in o.scale):
+        raise ValueError(f"task.scale must be a list of 2 numbers [low, high], got {list(o.scale)}")
+    if not 0 < o.scale[0] <= o.scale[1]:
+        raise ValueError(f"task.scale must satisfy 0 < low <= high, got {list(o.scale)}")
+    unknown = [c for c in o.categories if c not in names]
+    if unknown:
+        raise ValueError(f"task.categories must name ShapeNetPart categories ({names}), "
+                         f"got unknown {unknown}")
+    if not o.shift >= 0:
+        raise ValueError(f"task.shift must be >= 0, got {o.shift}")
+    if o.votes < 1:
+        raise ValueError(f"task.votes must be >= 1, got {o.votes}")
+    if o.layout not in ("", "normal", "v0", "hdf5"):
+        raise ValueError(f"task.layout must be empty (detect), 'normal', 'v0' or 'hdf5', got {o.layout!r}")
+    if o.undersized not in ("repeat", "error"):
+        raise ValueError(f"task.undersized must be 'repeat' or 'error', got {o.undersized!r}")
+
+
 def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
     """Raise ValueError when a label (other than padding -1) is not a part of its shape's category.
 
     part: (B, N) int64 global part ids; category: (B,) int64 category ids.
     """
     count = len(SHAPENET_PART)
+    if not isinstance(part, torch.Tensor):
+        raise TypeError(f"part must be a torch.Tensor of dtype int64, got {type(part).__name__}")
+    if part.dtype != torch.int64:
+        raise TypeError(f"part must have dtype int64, got {part.dtype}")
+    if part.dim() != 2:
+        raise ValueError(f"part must have shape (B, N), got {tuple(part.shape)}")
+    if not isinstance(category, torch.Tensor):
+        raise TypeError(f"category must be a torch.Tensor of dtype int64, got {type(category).__name__}")
     if category.dtype != torch.int64 or bool(((category < 0) | (category >= count)).any()):
         raise ValueError(f"category must hold int64 ids in [0, {count}), got {category.tolist()}")
+    V.check_shape("category", category, (part.shape[0],), "(B,)", floating=False)
     inside = (part >= 0) & (part < NUM_PARTS)
     owned = PART_MASK.to(part.device)[category.unsqueeze(1), part.clamp(0, NUM_PARTS - 1)]  # (B, N)
     ok = (part == -1) | (inside & owned)
@@ -59,6 +91,10 @@ def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
 
 def restrict_to_category(logits: torch.Tensor, category: torch.Tensor) -> torch.Tensor:
     """logits: (B, N, 50), category: (B,) -> (B, N, 50) with other categories' parts at -inf."""
+    batch = V.batch_size(logits, 3, category)
+    n = logits.shape[1] if isinstance(logits, torch.Tensor) and logits.dim() == 3 else 0
+    V.check_shape("logits", logits, (batch, n, NUM_PARTS), f"(B, N, {NUM_PARTS})")
+    V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
     allowed = PART_MASK.to(logits.device)[category].unsqueeze(1)  # (B, 1, 50)
     return logits.masked_fill(~allowed, float("-inf"))
 
@@ -73,12 +109,16 @@ def shape_ious(pred: torch.Tensor, part: torch.Tensor, category: torch.Tensor) -
 
     Returns:
         (B,) float64 IoU of each shape.
+
+    Raises:
+        ValueError / TypeError naming the argument: shapes that disagree, ids out of range
+        (a predicted id outside ``[0, 50)`` too, also at padded points), other dtypes.
     """
     check_part_labels(part, category)
+    V.check_ids("pred", pred, tuple(part.shape), "(B, N)", high=NUM_PARTS)
     batch = part.shape[0]
     valid = part >= 0
     base = torch.arange(batch, device=part.device).unsqueeze(1) * NUM_PARTS
-    pred = pred.clamp(0, NUM_PARTS - 1)
 
     def count(ids, keep):
         return torch.bincount((base + ids)[keep], minlength=batch * NUM_PARTS).view(batch, NUM_PARTS)
@@ -112,7 +152,13 @@ class PartIoU:
         self.counts = torch.zeros(len(SHAPENET_PART), dtype=torch.float64)
 
     def update(self, ious: torch.Tensor, category: torch.Tensor) -> None:
-        """ious: (B,) per-shape IoUs; category: (B,) int64."""
+        """ious: (B,) per-shape IoUs in [0, 1]; category: (B,) int64 ids in [0, 16)."""
+        batch = V.batch_size(ious, 1, category)
+        V.check_shape("ious", ious, (batch,), "(B,)")
+        V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
+        if len(ious) and not (0 <= float(ious.min()) and float(ious.max()) <= 1):
+            raise ValueError(f"ious must lie in [0, 1], got values in [{float(ious.min()):g}, "
+                             f"{float(ious.max()):g}]")
         self.sums.index_add_(0, category.cpu(), ious.cpu().double())
         self.counts.index_add_(0, category.cpu(), torch.ones(len(category), dtype=torch.float64))
 
@@ -151,10 +197,7 @@ class PartSegmentationTask:
     def __init__(self, cfg):
         self.cfg = cfg
         self.opts = cfg.task_config()
-        o = self.opts
-        if not (0 < o.scale[0] <= o.scale[1]) or o.shift < 0 or o.votes < 1:
-            raise ValueError(f"task settings need 0 < scale[0] <= scale[1], shift >= 0, votes >= 1; "
-                             f"got scale={o.scale}, shift={o.shift}, votes={o.votes}")
+        check_settings(self.opts)
         self.categories: list[str] = []
 
     # -- data ------------------------------------------------------------------------------------

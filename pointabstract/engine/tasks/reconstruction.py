@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch
 
+from ...ops import _validate as V
 from ...ops import chamfer_distance, knn
 from ..precise_bn import recalibrate_batchnorm
 from .base import MissingDatasetError
@@ -245,7 +246,13 @@ def reconstruction_scores(points: torch.Tensor, pos: torch.Tensor, *, threshold:
 
     Returns:
         chamfer (B,), fscore (B,) (0 where precision and recall are both 0).
+
+    Raises:
+        ValueError / TypeError naming the argument: clouds of other shapes or batch sizes, NaN
+        points, a threshold that is not a positive finite number.
     """
+    _check_clouds(points, pos)
+    threshold = V.check_positive("threshold", threshold)
     d_out, d_in = chamfer_distance(points, pos, squared=False, point_reduction=None, batch_reduction=None)
     chamfer = (d_out ** 2).mean(1) + (d_in ** 2).mean(1)
     precision = (d_out < threshold).double().mean(1)
@@ -264,8 +271,19 @@ def capsule_purity(points, pos, part, capsule_index, *, num_parts: int):
 
     Returns:
         purity (B,): mean over capsules with points of (majority part count / points);
-        counts (B, L, num_parts) int64: decoded points of each capsule in each part.
+        counts (B, L, num_parts) int64: decoded points of each capsule in each part
+        (L = the largest capsule id + 1).
+
+    Raises:
+        ValueError / TypeError naming the argument: shapes that disagree, part ids outside
+        ``[0, num_parts)``, negative capsule ids, ``num_parts < 1``.
     """
+    _check_clouds(points, pos)
+    num_parts = V.check_int("num_parts", num_parts, low=1)
+    V.check_ids("part", part, tuple(pos.shape[:2]), "(B, N)", high=num_parts)
+    if part.device != pos.device:
+        raise ValueError(f"part must be on {pos.device} (the device of pos), got {part.device}")
+    V.check_ids("capsule_index", capsule_index, (points.shape[1],), "(M,)")
     _, idx = knn(points, pos, 1)
     labels = part.gather(1, idx[..., 0])  # (B, M): part of the nearest input point
     caps = int(capsule_index.max()) + 1
@@ -276,6 +294,12 @@ def capsule_purity(points, pos, part, capsule_index, *, num_parts: int):
     share = counts.amax(-1) / size.clamp(min=1)
     used = (size > 0).double()
     return ((share * used).sum(1) / used.sum(1)).cpu(), counts.cpu()
+
+
+def _check_clouds(points, pos) -> None:
+    V.check_cloud("points", points)
+    V.check_cloud("pos", pos)
+    V.check_same_batch("points", points, "pos", pos)
 
 
 def capsule_purity_naive(points, pos, part, capsule_index):
