@@ -46,10 +46,10 @@ demo: setup demo-data
 	$(MAKE) --no-print-directory demo-classify demo-capsules demo-parts && \
 	echo "make demo: $$(( $$(date +%s) - start )) s after set-up; reports under runs/demo/"
 
+# a complete generated set carries its manifest (written last, the set swapped in whole); an
+# earlier set of its own is replaced, anything else in $(SYNTH) is refused, never overwritten
 demo-data: setup
-	@test -f $(SYNTH)/modelnet40_ply_hdf5_2048/shape_names.txt -a \
-	      -f $(SYNTH)/shapenet_part_seg_hdf5_data/all_object_categories.txt || \
-	  $(CLI) data synth --out $(SYNTH)
+	@test -f $(SYNTH)/.pointabstract-synth.json || $(CLI) data synth --out $(SYNTH) --overwrite
 
 # classification: the demo-sized centroid transformer, evaluated, with what it groups together
 demo-classify: setup demo-data

@@ -49,7 +49,8 @@ def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
 def test_helpful_errors(tmp_path, capsys):
     assert main(["train", "demo", f"data.root={tmp_path / 'nothing'}"]) == 2
     err = capsys.readouterr().err
-    assert "no ModelNet layout found" in err and "pointabstract data synth --out" in err
+    assert "no ModelNet layout found" in err and "pointabstract data synth (writes datasets/synthetic)" in err
+    assert f"--out {tmp_path / 'nothing'}" not in err  # never a hint to write into the user's folder
     assert main(["train", "demo", "optim.lr_rate=3"]) == 2
     assert "unknown config key(s) ['optim.lr_rate']" in capsys.readouterr().err
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")

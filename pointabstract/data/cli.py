@@ -186,7 +186,8 @@ def _synth(args: argparse.Namespace) -> int:
     kwargs = {"nuisances": Nuisances(**{name: False for name in off})} if args.level == "hard" else {}
     result = generate(out, level=args.level, train_per_class=args.train_per_class,
                       test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
-                      rotation=args.rotation, workers=args.workers, progress=True, **kwargs)
+                      rotation=args.rotation, workers=args.workers, progress=True, overwrite=args.overwrite,
+                      **kwargs)
     print(f"shapes per split: {result['counts']} in {result['seconds']:.1f} s")
     print(f"wrote the {args.level} synthetic dataset to {out}; inspect it with: "
           f"pointabstract data info {out}")
@@ -241,6 +242,8 @@ def add_parser(subparsers) -> None:
                             "structure, scan nuisances (default: easy)")
     synth.add_argument("--out", type=Path, help="output folder (default: datasets/synthetic, "
                                                 "datasets/synthetic-hard for --level hard)")
+    synth.add_argument("--overwrite", action="store_true",
+                       help="replace an earlier synthetic set in --out (never files it did not write)")
     synth.add_argument("--seed", type=int, default=0)
     synth.add_argument("--train-per-class", type=int, help="training shapes per class (default: easy 250, "
                                                            "hard 100)")

@@ -98,7 +98,8 @@ def test_synth_passes_level_and_switches_to_the_generator(tmp_path, monkeypatch,
     assert main(["data", "synth", "--out", str(tmp_path), "--seed", "3", "--train-per-class", "2",
                  "--test-per-class", "1", "--num-points", "128"]) == 0
     assert calls[-1] == (tmp_path, {"level": "easy", "train_per_class": 2, "test_per_class": 1, "num_points": 128,
-                                    "seed": 3, "rotation": "up", "workers": None, "progress": True})
+                                    "seed": 3, "rotation": "up", "workers": None, "progress": True,
+                                    "overwrite": False})
     assert f"wrote the easy synthetic dataset to {tmp_path}" in capsys.readouterr().out
     assert main(["data", "synth", "--level", "hard", "--no-partial", "--no-outliers", "--rotation", "so3"]) == 0
     out, kwargs = calls[-1]

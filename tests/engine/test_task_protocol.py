@@ -126,3 +126,19 @@ def test_task_keys_are_validated_against_the_task(height_task, tmp_path):
         _cfg(tmp_path, "x", "task.scael=2")
     with pytest.raises(ValueError, match="task.scale must be a float"):
         _cfg(tmp_path, "x", "task.scale=abc")
+
+
+@pytest.mark.parametrize("root, hint", [
+    ("datasets/synthetic", "run: pointabstract data synth --out datasets/synthetic"),
+    ("datasets/synthetic-hard", "run: pointabstract data synth --level hard --out datasets/synthetic-hard"),
+    ("/data/modelnet40", "instead: pointabstract data synth (writes datasets/synthetic), then train with "
+                         "data.root=datasets/synthetic"),
+    ("some/mesh.obj", "instead: pointabstract data synth (writes datasets/synthetic)"),
+])
+def test_the_missing_dataset_hint_never_writes_into_a_users_folder(root, hint):
+    from pointabstract.engine.tasks.base import MissingDatasetError, missing_dataset
+
+    err = missing_dataset(ValueError("no layout"), root)
+    assert isinstance(err, MissingDatasetError) and hint in str(err)
+    if not root.startswith("datasets/synthetic"):
+        assert f"--out {root}" not in str(err)

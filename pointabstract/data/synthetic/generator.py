@@ -37,6 +37,7 @@ train shapes; the classification train split keeps all of them (ModelNet40 has n
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import os
 import sys
@@ -50,6 +51,7 @@ from tqdm import tqdm
 from ..categories import SHAPENET_PART
 from .hard import HARD_CLASS_NAMES, HARD_CLASSES, ROTATIONS, random_rotation, sample_hard_shape
 from .nuisances import Nuisances
+from .output import claim_output, staged_output
 from .shapes import build_shape
 from .surface import sample_surface
 
@@ -172,15 +174,53 @@ def _check_count(name: str, value, minimum: int) -> None:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
+def _write_set(root: Path, classes, *, level, seed, num_points, train_per_class, test_per_class,
+               val_fraction, nuisances, rotation, workers, progress) -> dict:
+    """Generate and write both layouts under ``root`` (a fresh staging folder); the counts."""
+    mn_dir, sp_dir = root / MODELNET_DIR, root / SHAPENET_PART_DIR
+    mn_dir.mkdir(parents=True)
+    sp_dir.mkdir(parents=True)
+    n_cls = len(classes)
+    per_class_val = int(round(train_per_class * val_fraction))
+    if val_fraction > 0 and train_per_class > 1:
+        per_class_val = max(per_class_val, 1)
+    n_val = min(per_class_val, train_per_class - 1) * n_cls  # the last n_val train shapes
+    counts = {}
+    for split, per_class in (("train", train_per_class), ("test", test_per_class)):
+        count = per_class * n_cls
+        pos, normal, pid, category = _generate_split(
+            split, count, level=level, seed=seed, num_points=num_points, nuisances=nuisances,
+            rotation_mode=rotation, workers=workers, progress=progress)
+        for name, array in (("points", pos), ("normals", normal)):
+            if not np.isfinite(array).all():  # a bug must never become a dataset of NaN
+                raise ValueError(f"the generated {split} {name} hold NaN/Inf values (level {level}, "
+                                 f"{num_points} points): nothing was written")
+        label = (np.arange(count) % n_cls).astype(np.int32)[:, None]
+        category = category[:, None]
+        names = _write_chunks(mn_dir, f"ply_data_{split}", data=pos, label=label, normal=normal)
+        _write_lines(mn_dir / f"{split}_files.txt", (f"data/{MODELNET_DIR}/{n}" for n in names))
+        parts = {"test": slice(None)} if split == "test" else {
+            "train": slice(0, count - n_val), "val": slice(count - n_val, count)}
+        for part_split, rows in parts.items():
+            names = _write_chunks(sp_dir, f"ply_data_{part_split}", data=pos[rows], label=category[rows],
+                                  pid=pid[rows], normal=normal[rows])
+            _write_lines(sp_dir / f"{part_split}_hdf5_file_list.txt", names)
+            counts[part_split] = len(label[rows])
+    _write_lines(mn_dir / "shape_names.txt", classes)
+    _write_lines(sp_dir / "all_object_categories.txt", (f"{c.name}\t{c.synset}" for c in SHAPENET_PART))
+    return counts
+
+
 def generate(out, *, level: str = "easy", train_per_class: int | None = None,
              test_per_class: int | None = None, num_points: int = 2048, seed: int = 0,
              val_fraction: float = 0.1, workers: int | None = None, progress: bool = True,
-             nuisances: Nuisances | None = None, rotation: str = "up") -> dict:
+             nuisances: Nuisances | None = None, rotation: str = "up", overwrite: bool = False) -> dict:
     """Generate the synthetic dataset under ``out`` (layouts in the module docstring).
 
     Args:
-        out: folder to write into (created). Old ``ply_data_*.h5`` files in its two dataset
-            folders are deleted first, so a smaller run never leaves stale files behind.
+        out: folder to write into: new or empty, or holding only an earlier set of its own
+            (:mod:`.output`: anything else is refused before any work). The set is written
+            beside it and swapped in at the end, so an interrupt leaves ``out`` as it was.
         level: ``"easy"`` (16 classes) or ``"hard"`` (40 classes and scan nuisances).
         train_per_class / test_per_class: shapes per class and split (None: 250 / 63 for easy,
             4,000 train and 1,008 test shapes; 100 / 25 for hard, 4,000 and 1,000).
@@ -191,6 +231,7 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
         progress: show a tqdm bar per split.
         nuisances: the hard level's nuisances (None: all on); refused for ``"easy"``.
         rotation: ``"up"`` (y stays up) or ``"so3"`` (every shape turned by a uniform rotation).
+        overwrite: replace an earlier set of its own in ``out`` (never files it did not write).
 
     Returns:
         ``{"root", "modelnet", "shapenet_part"}`` paths, ``"counts"`` per split
@@ -209,7 +250,9 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
     test_per_class = _PER_CLASS[level][1] if test_per_class is None else test_per_class
     _check_count("train_per_class", train_per_class, 1)
     _check_count("test_per_class", test_per_class, 1)
-    _check_count("num_points", num_points, 1)
+    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 2:
+        raise ValueError(f"num_points must be an int >= 2 (one point cannot be centred and scaled into the "
+                         f"unit sphere), got {num_points!r}")
     _check_count("seed", seed, 0)
     if not 0 <= val_fraction < 1:
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
@@ -217,34 +260,15 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
     _check_count("workers", workers, 1)
     start = time.perf_counter()
     root = Path(out)
+    claim_output(root, overwrite=overwrite)
+    options = {"tool": "pointabstract data synth", "level": level, "seed": seed, "num_points": num_points,
+               "train_per_class": train_per_class, "test_per_class": test_per_class,
+               "val_fraction": val_fraction, "rotation": rotation, "nuisances": dataclasses.asdict(nuisances)}
+    with staged_output(root, options) as staging:
+        counts = _write_set(staging, classes, level=level, seed=seed, num_points=num_points,
+                            train_per_class=train_per_class, test_per_class=test_per_class,
+                            val_fraction=val_fraction, nuisances=nuisances, rotation=rotation,
+                            workers=workers, progress=progress)
     mn_dir, sp_dir = root / MODELNET_DIR, root / SHAPENET_PART_DIR
-    for folder in (mn_dir, sp_dir):
-        folder.mkdir(parents=True, exist_ok=True)
-        for stale in folder.glob("ply_data_*.h5"):
-            stale.unlink()
-    n_cls = len(classes)
-    per_class_val = int(round(train_per_class * val_fraction))
-    if val_fraction > 0 and train_per_class > 1:
-        per_class_val = max(per_class_val, 1)
-    n_val = min(per_class_val, train_per_class - 1) * n_cls  # the last n_val train shapes
-    counts = {}
-    for split, per_class in (("train", train_per_class), ("test", test_per_class)):
-        count = per_class * n_cls
-        pos, normal, pid, category = _generate_split(
-            split, count, level=level, seed=seed, num_points=num_points, nuisances=nuisances,
-            rotation_mode=rotation, workers=workers, progress=progress)
-        label = (np.arange(count) % n_cls).astype(np.int32)[:, None]
-        category = category[:, None]
-        names = _write_chunks(mn_dir, f"ply_data_{split}", data=pos, label=label, normal=normal)
-        _write_lines(mn_dir / f"{split}_files.txt", (f"data/{MODELNET_DIR}/{n}" for n in names))
-        parts = {"test": slice(None)} if split == "test" else {
-            "train": slice(0, count - n_val), "val": slice(count - n_val, count)}
-        for part_split, rows in parts.items():
-            names = _write_chunks(sp_dir, f"ply_data_{part_split}", data=pos[rows], label=category[rows],
-                                  pid=pid[rows], normal=normal[rows])
-            _write_lines(sp_dir / f"{part_split}_hdf5_file_list.txt", names)
-            counts[part_split] = len(label[rows])
-    _write_lines(mn_dir / "shape_names.txt", classes)
-    _write_lines(sp_dir / "all_object_categories.txt", (f"{c.name}\t{c.synset}" for c in SHAPENET_PART))
     return {"root": str(root), "modelnet": str(mn_dir), "shapenet_part": str(sp_dir), "counts": counts,
             "seconds": time.perf_counter() - start}

@@ -12,11 +12,27 @@ from typing import Any, Protocol
 
 import torch
 
-__all__ = ["MissingDatasetError", "Task"]
+__all__ = ["MissingDatasetError", "Task", "missing_dataset"]
+
+# where `data synth` writes by default; a hint may suggest generating there, never into a user's root
+_GENERATED = {"datasets/synthetic": "", "datasets/synthetic-hard": " --level hard"}
 
 
 class MissingDatasetError(FileNotFoundError):
     """The configured dataset root holds no layout the task's loaders know."""
+
+
+def missing_dataset(err: Exception, root: str) -> MissingDatasetError:
+    """``err`` (a loader's "no layout found") with the one hint every task gives: generate the
+    built-in data in its own folder. When ``root`` is one of those folders the command writes
+    there; for any other root (likely a user's own data folder) it never suggests writing into it."""
+    level = _GENERATED.get(Path(root).as_posix().rstrip("/"))
+    if level is not None:
+        hint = f"For the built-in synthetic data run: pointabstract data synth{level} --out {root}"
+    else:
+        hint = ("For the built-in synthetic data instead: pointabstract data synth (writes "
+                "datasets/synthetic), then train with data.root=datasets/synthetic")
+    return MissingDatasetError(f"{err}\n{hint}")
 
 
 class Task(Protocol):

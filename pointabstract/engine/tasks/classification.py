@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from ..metrics import ConfusionMatrix
 from ..plots import plot_confusion
-from .base import MissingDatasetError
+from .base import missing_dataset
 
 __all__ = ["ClassificationSettings", "ClassificationTask"]
 
@@ -74,9 +74,7 @@ class ClassificationTask:
                                     transform=self.train_transform() if train else None,
                                     seed=self.cfg.seed, use_normals=d.use_normals)
         except LayoutNotFoundError as err:
-            raise MissingDatasetError(
-                f"{err}\nFor the built-in synthetic data run: pointabstract data synth --out {d.root}"
-            ) from None
+            raise missing_dataset(err, d.root) from None
         self.class_names = list(ds.classes)
         return ds
 

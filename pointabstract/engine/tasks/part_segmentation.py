@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from ...data import NUM_PARTS, SHAPENET_PART
 from ...ops import _validate as V
-from .base import MissingDatasetError
+from .base import missing_dataset
 
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
            "restrict_to_category", "shape_ious", "shape_ious_naive"]
@@ -221,8 +221,7 @@ class PartSegmentationTask:
                               use_normals=d.use_normals, layout=self.opts.layout or None,
                               undersized=self.opts.undersized)
         except LayoutNotFoundError as err:
-            raise MissingDatasetError(f"{err}\nFor the built-in synthetic data run: "
-                                      f"pointabstract data synth --out {d.root}") from None
+            raise missing_dataset(err, d.root) from None
         self.categories = [SHAPENET_PART[i].name for i in ds.category_ids]
         return ds
 

@@ -41,7 +41,7 @@ import torch
 from ...ops import _validate as V
 from ...ops import chamfer_distance, knn
 from ..precise_bn import recalibrate_batchnorm
-from .base import MissingDatasetError
+from .base import missing_dataset
 
 __all__ = ["ReconstructionSettings", "ReconstructionTask"]
 
@@ -123,9 +123,7 @@ class ReconstructionTask:
             # ShapeNetCore re-raises a missing ShapeNetPart layout as a plain ValueError
             if not any(isinstance(e, LayoutNotFoundError) for e in (err, err.__context__)):
                 raise
-            raise MissingDatasetError(
-                f"{err}\nFor the built-in synthetic data run: pointabstract data synth --out {d.root}"
-            ) from None
+            raise missing_dataset(err, d.root) from None
         self.has_parts = d.dataset == "shapenet_part"
         if train and split == "train":
             self._train_set = ds

@@ -109,7 +109,7 @@ def test_sample_shape_returns_a_sample_dict():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(train_per_class=0), "train_per_class must be an int >= 1"),
     (dict(test_per_class=1.5), "test_per_class must be an int >= 1"),
-    (dict(num_points=0), "num_points must be an int >= 1"),
+    (dict(num_points=0), "num_points must be an int >= 2"),
     (dict(seed=-1), "seed must be an int >= 0"),
     (dict(val_fraction=1.0), r"val_fraction must be in \[0, 1\)"),
     (dict(workers=0), "workers must be an int >= 1"),
@@ -129,7 +129,7 @@ def test_a_smaller_run_leaves_no_stale_files(tmp_path, monkeypatch):
     monkeypatch.setattr(synthetic, "_FILE_SIZE", 16)
     _tiny(tmp_path, train_per_class=2, test_per_class=1)
     assert (tmp_path / "modelnet40_ply_hdf5_2048" / "ply_data_train1.h5").exists()
-    _tiny(tmp_path, train_per_class=1, test_per_class=1, val_fraction=0.0)
+    _tiny(tmp_path, train_per_class=1, test_per_class=1, val_fraction=0.0, overwrite=True)
     mn, sp = tmp_path / "modelnet40_ply_hdf5_2048", tmp_path / "shapenet_part_seg_hdf5_data"
     assert sorted(p.name for p in mn.glob("*.h5")) == ["ply_data_test0.h5", "ply_data_train0.h5"]
     assert not list(sp.glob("ply_data_val*.h5")) and (sp / "val_hdf5_file_list.txt").read_text() == ""

@@ -1,0 +1,146 @@
+"""data synth never destroys what it did not write, and an interrupt leaves the previous set."""
+
+import os
+import re
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from pointabstract.cli import main
+from pointabstract.data.synthetic import generate
+from pointabstract.data.synthetic import generator as generator_module
+from pointabstract.data.synthetic.output import MANIFEST, claim_output, is_complete, read_manifest
+
+TINY = dict(train_per_class=1, test_per_class=1, num_points=32, progress=False, workers=1)
+
+
+def _snapshot(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _real_modelnet(root):
+    """A user's real dataset in the PointNet HDF5 layout (40 real class names)."""
+    folder = root / "modelnet40_ply_hdf5_2048"
+    folder.mkdir(parents=True)
+    (folder / "shape_names.txt").write_text("airplane\nbathtub\nbed\nbench\n")
+    for name in ("ply_data_train0.h5", "ply_data_test0.h5"):
+        with h5py.File(folder / name, "w") as f:
+            f["data"] = np.random.default_rng(0).random((4, 16, 3), dtype=np.float32)
+            f["label"] = np.arange(4, dtype=np.int32)[:, None]
+    parts = root / "shapenet_part_seg_hdf5_data"
+    parts.mkdir()
+    (parts / "all_object_categories.txt").write_text("Airplane\t02691156\n")
+    return root
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_users_real_dataset_is_refused_and_untouched(tmp_path, overwrite, capsys):
+    root = _real_modelnet(tmp_path / "datasets")
+    before = _snapshot(root)
+    with pytest.raises(FileExistsError, match=r"holds 4 file\(s\) that data synth did not write \(e.g. .*"
+                                              r"ply_data_test0.h5\): refused, nothing there is touched"):
+        generate(root, overwrite=overwrite, **TINY)
+    args = ["data", "synth", "--out", str(root), "--num-points", "32", "--train-per-class", "1"]
+    assert main(args + (["--overwrite"] if overwrite else [])) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert _snapshot(root) == before and sorted(p.name for p in tmp_path.iterdir()) == ["datasets"]
+
+
+def test_one_foreign_file_beside_an_earlier_set_is_refused(tmp_path):
+    generate(tmp_path / "s", **TINY)
+    (tmp_path / "s" / "modelnet40_ply_hdf5_2048" / "my_notes.txt").write_text("mine")
+    before = _snapshot(tmp_path / "s")
+    with pytest.raises(FileExistsError, match=r"my_notes.txt\): refused"):
+        generate(tmp_path / "s", overwrite=True, **TINY)
+    assert _snapshot(tmp_path / "s") == before
+
+
+def test_an_earlier_set_is_replaced_only_with_overwrite(tmp_path):
+    root = tmp_path / "s"
+    generate(root, seed=1, **TINY)
+    assert is_complete(root) and read_manifest(root)["seed"] == 1
+    before = _snapshot(root)
+    with pytest.raises(FileExistsError, match=r"already holds a synthetic set \(level easy, seed 1\); pass "
+                                              r"--overwrite to replace it"):
+        generate(root, seed=2, **TINY)
+    assert _snapshot(root) == before
+    generate(root, seed=2, overwrite=True, **TINY)
+    assert read_manifest(root)["seed"] == 2 and _snapshot(root) != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]  # no staging folder left behind
+
+
+def test_an_interrupt_leaves_the_previous_set_and_no_partial_one(tmp_path, monkeypatch):
+    root = tmp_path / "s"
+    generate(root, **TINY)
+    before = _snapshot(root)
+    real, calls = generator_module._write_h5, [0]
+
+    def interrupted(path, **arrays):
+        calls[0] += 1
+        if calls[0] == 2:  # after the first file of the new set
+            raise KeyboardInterrupt
+        real(path, **arrays)
+
+    monkeypatch.setattr(generator_module, "_write_h5", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate(root, seed=5, overwrite=True, **TINY)
+    assert _snapshot(root) == before and sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+    calls[0] = 0
+    with pytest.raises(KeyboardInterrupt):
+        generate(tmp_path / "fresh", **TINY)  # a fresh target: nothing that looks like a set
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_what_a_killed_run_left_is_cleaned_or_put_back(tmp_path):
+    root = tmp_path / "s"
+    generate(root, **TINY)
+    before = _snapshot(root)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    (tmp_path / f".s.synth-new-{dead}" / "modelnet40_ply_hdf5_2048").mkdir(parents=True)  # half-written
+    assert claim_output(root, overwrite=True) == "replace"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+    os.replace(root, tmp_path / f".s.synth-old-{dead}")  # killed between the two renames of the swap
+    with pytest.raises(FileExistsError, match="already holds a synthetic set"):
+        claim_output(root)  # the previous set is put back first, then (without --overwrite) kept
+    assert _snapshot(root) == before and sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+def test_a_set_of_an_earlier_version_is_recognised_as_its_own(tmp_path, capsys):
+    root = tmp_path / "s"
+    generate(root, **TINY)
+    (root / MANIFEST).unlink()  # as written before manifests existed
+    with pytest.raises(FileExistsError, match=r"already holds a synthetic set \(written by an earlier version\)"):
+        generate(root, **TINY)
+    generate(root, overwrite=True, **TINY)
+    assert is_complete(root)
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["--num-points", "1"], r"num_points must be an int >= 2 \(one point cannot be centred and scaled"),
+    (["--train-per-class", "0"], r"train_per_class must be an int >= 1, got 0"),
+    (["--test-per-class", "-1"], r"test_per_class must be an int >= 1, got -1"),
+    (["--seed", "-1"], r"seed must be an int >= 0, got -1"),
+    (["--workers", "0"], r"workers must be an int >= 1, got 0"),
+])
+def test_options_that_cannot_make_a_dataset_are_refused(tmp_path, argv, pattern, capsys):
+    assert main(["data", "synth", "--out", str(tmp_path / "s"), *argv]) == 2
+    assert re.search(pattern, capsys.readouterr().err)
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_non_finite_set_is_never_written(tmp_path, monkeypatch):
+    real = generator_module._generate_split
+
+    def broken(*args, **kwargs):
+        pos, normal, pid, category = real(*args, **kwargs)
+        pos[0, 0, 0] = np.nan
+        return pos, normal, pid, category
+
+    monkeypatch.setattr(generator_module, "_generate_split", broken)
+    with pytest.raises(ValueError, match=r"the generated train points hold NaN/Inf values .*nothing was written"):
+        generate(tmp_path / "s", **TINY)
+    assert list(tmp_path.iterdir()) == []
