@@ -119,6 +119,9 @@ def test_every_routing_returns_documented_shapes_and_distributions(name):
     assert assign.shape == (B, P, L) and torch.isfinite(assign).all()
     assert (assign >= 0).all()
     torch.testing.assert_close(assign.sum(-1), torch.ones(B, P, dtype=torch.float64))
+    if name == "em":  # the documented extra: activations of the last M-step, (B, L) in (0, 1)
+        act = module.last_activations
+        assert act.shape == (B, L) and (act > 0).all() and (act < 1).all()
 
 
 def _decoder_inputs(kind, pos):
