@@ -15,7 +15,7 @@ from pointabstract.viz.core.colors import HIGHLIGHT
 from pointabstract.viz.tasks import STATES, viewer_state
 from tests.viz._capsule_runs import tiny_ae_run
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

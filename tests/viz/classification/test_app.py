@@ -11,7 +11,7 @@ from pointabstract.ops import knn_naive
 from pointabstract.viz.classification.app import KEYMAP, ViewerState, key_help
 from pointabstract.viz.core.colors import HIGHLIGHT, QUERY, class_palette, part_palette
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_keys_change_query_block_k_sample_colouring_and_layout(o3d, session):

@@ -14,7 +14,7 @@ from pointabstract.viz.core.colors import HIGHLIGHT, QUERY, ScalarLegend
 from pointabstract.viz.core.render import Camera, png_backend, render_panels_png, render_png
 from tests.helpers import cloud
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RED, BLUE = tuple(round(v * 255) for v in HIGHLIGHT), tuple(round(v * 255) for v in QUERY)
 
 
@@ -53,9 +53,9 @@ def test_legacy_backend_under_xvfb_draws_the_same_scene(o3d, tmp_path):
     if shutil.which("Xvfb") is None:
         pytest.skip("Xvfb is not installed (Debian package xvfb)")
     code = ("import os, sys, numpy as np\n"
-            "from pointabstract.viz.render import start_xvfb, render_png\n"
+            "from pointabstract.viz.core.render import start_xvfb, render_png\n"
             "os.environ.pop('DISPLAY', None); start_xvfb()\n"
-            "from tests.viz.test_render import _scene\n"
+            "from tests.viz.core.test_render import _scene\n"
             f"render_png(_scene().geometries, {str(tmp_path / 'legacy.png')!r}, width=320, height=160, "
             "backend='legacy')\n")
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}

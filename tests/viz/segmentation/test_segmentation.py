@@ -225,7 +225,7 @@ def test_eval_report_and_view_png_headless(seg_runs, tmp_path):
 
     from pointabstract.viz.core.render import png_backend
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     ckpt, report = seg_runs["sequoia_seg"], tmp_path / "report"
