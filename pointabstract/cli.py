@@ -143,7 +143,7 @@ def _segmentation_section(run, out: Path) -> tuple[str, dict]:
     of the tree's clusters as an eval report section; other runs: none."""
     if run.config.task != "part_segmentation":
         return "", {}
-    from .viz.segmentation_figures import segmentation_section
+    from .viz.segmentation.figures import segmentation_section
 
     return _render_section("part-segmentation", segmentation_section, run, out)
 

@@ -15,7 +15,7 @@ def check_png(path, size: tuple[int, int], out: str) -> None:
     """``path`` is a ``size`` PNG whose metadata names a backend, the one the CLI's ``out`` says."""
     from PIL import Image
 
-    from pointabstract.viz.render import png_backend
+    from pointabstract.viz.core.render import png_backend
 
     assert Image.open(path).size == size
     backend = png_backend(path)

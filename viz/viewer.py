@@ -6,7 +6,8 @@ latent capsules of an autoencoder.
     python viz/viewer.py runs/ae_ca/last.pt --capsule 2     # an autoencoder: N / B cycle the capsules
 
 Thin entry point: parse, load, show; the logic lives in pointabstract.viz
-(``loading`` builds the model and data, ``app`` the window and key map, ``render`` the PNG).
+(``tasks`` picks the checkpoint's task: its session builds the model and data, its ``app`` the
+key map; ``core.window`` opens the window, ``core.render`` draws the PNG).
 """
 
 import sys

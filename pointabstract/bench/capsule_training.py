@@ -19,6 +19,8 @@ from types import SimpleNamespace
 
 import torch
 
+from .capsule_models import build
+
 __all__ = ["capsule_part_table", "category_part_counts", "encode_capsules", "train_run"]
 
 
@@ -104,7 +106,6 @@ def train_run(caps: int, routing: str, seed: int, *, steps: int, data: str, poin
         test shapes, the reconstruction task's), ``"category_parts"`` (one category)``}``.
     """
     from ..data import collate
-    from .capsules import build
 
     task = _task("shapenet_part", data, points, batch, seed, bn_batches)
     train, test = task.dataset("train", train=True), task.dataset("test", train=False)

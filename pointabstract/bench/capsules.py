@@ -2,7 +2,7 @@
 
 Dynamic routing vs EM routing vs centroid attention in the point-capsule autoencoder at 12
 latent capsules (``capsule_ae_small_*``: 512 x 16 -> 12 x 128) and 64 (``capsule_ae_base_*``:
-1024 x 16 -> 64 x 64). Per (routing, capsules):
+1024 x 16 -> 64 x 64), built by :mod:`.capsule_models`. Per (routing, capsules):
 
 - parameters (millions);
 - forward + backward time of one training step (Chamfer loss) on a batch of ``--batch`` clouds
@@ -37,30 +37,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .capsule_models import ROUTINGS, SIZES, build
+
 __all__ = ["PAPER_TABLE4", "add_arguments", "build", "fits", "format_table", "main", "max_batch",
            "measure_step"]
 
-ROUTINGS = ("dynamic", "em", "centroid")
-SIZES = {12: "capsule_ae_small", 64: "capsule_ae_base"}
-_SHORT = {"dynamic": "dr", "em": "em", "centroid": "ca"}
 # Centroid Transformers, Table 4 (GPU; CD x 1e-3 on ShapeNetPart / ShapeNetCore13)
 PAPER_TABLE4 = {(12, "dynamic"): {"cd": 2.7, "params_m": 18.4, "max_batch": 22},
                 (12, "centroid"): {"cd": 1.6, "params_m": 0.6, "max_batch": 58},
                 (64, "dynamic"): {"cd": 1.5, "params_m": 19.8, "max_batch": 12},
                 (64, "centroid"): {"cd": 1.4, "params_m": 5.3, "max_batch": 36}}
-
-
-def build(caps: int, routing: str, *, tiny: bool = False):
-    """The registered autoencoder with ``caps`` latent capsules and ``routing`` (``tiny``: the
-    registry's test size, for smoke tests of this benchmark)."""
-    from ..models.capsule_autoencoder import SPECS, CapsuleAutoencoder
-
-    if caps not in SIZES:
-        raise ValueError(f"caps must be one of {sorted(SIZES)}, got {caps}")
-    if routing not in ROUTINGS:
-        raise ValueError(f"routing must be one of {list(ROUTINGS)}, got {routing!r}")
-    spec = SPECS[f"{SIZES[caps]}_{_SHORT[routing]}"]
-    return CapsuleAutoencoder(spec.config(**{**spec.defaults, **(spec.tiny if tiny else {})}))
 
 
 def _step_fn(model):

@@ -25,6 +25,10 @@ node indices. Where PyG leaves an order to its implementation, these drop-ins fi
 - ``radius(..., ignore_same_index=True)``: torch_cluster's option, the ``x`` node with the
   ``y`` node's flat index is not its neighbour.
 - ``num_workers`` is accepted and ignored: the ops use torch's thread count.
+
+One module on purpose (about 410 lines): the five drop-ins share their ragged-batch checks and
+edge builders, and ``fps_naive`` / ``knn_naive`` / ``radius_naive`` (the plain-loop references
+the tests compare them with) sit beside them, as in :mod:`pointabstract.ops`.
 """
 
 from __future__ import annotations

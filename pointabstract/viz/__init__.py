@@ -1,21 +1,19 @@
 """What a trained model groups together, shown: scenes, offscreen PNGs, report figures, the viewer.
 
-- :mod:`.colors`: fixed class / part palettes, scalar colour maps and their legends.
-- :mod:`.scenes`: coloured Open3D geometries (feature-space vs 3D-space KNN of a query point).
-- :mod:`.render`: offscreen rendering to PNG with no display and no GPU; :mod:`.backends`: the
-  renderers it falls back through (a stuck one is given up in seconds); :mod:`.software`: the
-  numpy splatter that always works.
-- :mod:`.loading`: checkpoint -> model, dataset and one sample's per-block features.
-- :mod:`.figures`: the multi-panel neighbourhood figure and report section; :mod:`.part_agreement`:
-  how often feature-space vs 3D neighbours share a point's part (the figure's numbers).
-- :mod:`.capsule_view`, :mod:`.capsule_scenes`, :mod:`.capsule_app`, :mod:`.capsule_figures`: the
-  same for capsule autoencoders: input vs reconstruction by latent capsule, the Fig. 5 figure.
-- :mod:`.app` / :mod:`.window` / :mod:`.cli`: the viewer states, its Open3D window and ``pointabstract view``;
-  :mod:`.panel_titles` (what each ``--png`` panel shows, from the state) and
-  :mod:`.figure_compose` (panels joined under their titles) make its titled PNGs.
-- :mod:`.segmentation_view` (loading, tree clusters), :mod:`.segmentation_scenes` (panels),
-  :mod:`.segmentation_app` (keys, ``--png``), :mod:`.segmentation_figures` (figure, eval section):
-  part-segmentation checkpoints, true vs predicted parts and the tree levels as clusters.
+- :mod:`.core`: the shared rendering core (renderers and their worker, the software splatter,
+  point clouds, colours, panel titles, figure composition, the window, checkpoint restoring);
+  it imports no task.
+- one subpackage per task, each with the same files: ``session.py`` (checkpoint -> what one
+  sample shows), ``scenes.py`` (the panels), ``figures.py`` (report figure, eval section) and
+  ``app.py`` (the viewer state and keys):
+  :mod:`.classification` (feature-space vs 3D neighbourhoods of a query point, with
+  ``part_agreement.py`` and ``neighbourhood_text.py``), :mod:`.capsules` (a capsule
+  autoencoder's input vs reconstruction by latent capsule, the Fig. 5 figure) and
+  :mod:`.segmentation` (true vs predicted parts, the tree levels as clusters).
+- :mod:`.tasks`: the per-task dispatch (a checkpoint's task -> its session, state, ``--figure``
+  and ``--png`` writers, options); it imports the tasks, never the other way.
+- :mod:`.cli`: ``pointabstract view``; :mod:`.context_pool_view`: the ``--context-pool`` view of
+  any ContextPool model.
 
 Open3D is imported only when a geometry is built or rendered.
 """
@@ -25,29 +23,38 @@ import importlib
 # name -> submodule; loaded on first use, so that importing pointabstract.viz (as the render
 # worker process does) costs nothing beyond numpy
 _EXPORTS = {
-    "ScalarLegend": "colors", "class_palette": "colors", "label_colors": "colors",
-    "legend_image": "colors", "part_legend": "colors", "part_palette": "colors",
-    "scalar_colors": "colors",
-    "NeighbourhoodReport": "figures", "contrasting_queries": "figures", "neighbourhood_figure": "figures",
-    "neighbourhood_report": "figures", "neighbourhood_section": "figures",
-    "chance_agreement": "part_agreement", "neighbour_agreement": "part_agreement",
-    "open_part_dataset": "part_agreement", "part_agreement": "part_agreement",
-    "SESSIONS": "loading", "SampleView": "loading", "ViewSession": "loading", "load_session": "loading",
-    "CapsuleSample": "capsule_view", "CapsuleSession": "capsule_view", "CapsuleViewerState": "capsule_app",
-    "capsule_colors": "capsule_scenes", "capsule_scene": "capsule_scenes", "shared_camera": "capsule_scenes",
-    "capsule_figure": "capsule_figures", "capsule_section": "capsule_figures",
-    "Camera": "render", "Renderer": "render", "RenderError": "render", "png_backend": "render",
-    "render_panels_png": "render", "render_png": "render", "save_png": "render", "start_xvfb": "render",
-    "BACKENDS": "backends", "splat": "software",
-    "NeighbourhoodScene": "scenes", "block_output": "scenes", "default_block": "scenes",
-    "default_k": "scenes", "feature_knn": "scenes", "highlight_colors": "scenes",
-    "neighbourhood_scene": "scenes", "point_cloud": "scenes", "query_marker": "scenes",
-    "xyz_knn": "scenes",
-    # part segmentation: predicted vs true parts, tree clusters
-    "SegSession": "segmentation_view", "load_seg_session": "segmentation_view",
-    "tree_clusters": "segmentation_view", "SegViewerState": "segmentation_app",
-    "segmentation_figure": "segmentation_figures", "segmentation_section": "segmentation_figures",
-    "segmentation_panels": "segmentation_scenes",
+    "ScalarLegend": "core.colors", "class_palette": "core.colors", "label_colors": "core.colors",
+    "legend_image": "core.colors", "part_legend": "core.colors", "part_palette": "core.colors",
+    "scalar_colors": "core.colors",
+    "point_cloud": "core.geometry",
+    "Camera": "core.render", "RenderError": "core.render", "Renderer": "core.render",
+    "png_backend": "core.render", "render_panels_png": "core.render", "render_png": "core.render",
+    "save_png": "core.render", "start_xvfb": "core.render",
+    "BACKENDS": "core.backends",
+    "splat": "core.software",
+    "SESSIONS": "tasks", "load_session": "tasks",
+    "SampleView": "classification.session", "ViewSession": "classification.session",
+    "NeighbourhoodScene": "classification.scenes", "block_output": "classification.scenes",
+    "default_block": "classification.scenes", "default_k": "classification.scenes",
+    "feature_knn": "classification.scenes", "highlight_colors": "classification.scenes",
+    "neighbourhood_scene": "classification.scenes", "query_marker": "classification.scenes",
+    "xyz_knn": "classification.scenes",
+    "NeighbourhoodReport": "classification.figures", "contrasting_queries": "classification.figures",
+    "neighbourhood_figure": "classification.figures", "neighbourhood_report": "classification.figures",
+    "neighbourhood_section": "classification.figures",
+    "chance_agreement": "classification.part_agreement",
+    "neighbour_agreement": "classification.part_agreement",
+    "open_part_dataset": "classification.part_agreement", "part_agreement": "classification.part_agreement",
+    "CapsuleSample": "capsules.session", "CapsuleSession": "capsules.session",
+    "capsule_colors": "capsules.scenes", "capsule_scene": "capsules.scenes",
+    "shared_camera": "capsules.scenes",
+    "capsule_figure": "capsules.figures", "capsule_section": "capsules.figures",
+    "CapsuleViewerState": "capsules.app",
+    "SegSession": "segmentation.session", "load_seg_session": "segmentation.session",
+    "tree_clusters": "segmentation.session",
+    "segmentation_panels": "segmentation.scenes",
+    "segmentation_figure": "segmentation.figures", "segmentation_section": "segmentation.figures",
+    "SegViewerState": "segmentation.app",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,13 +1,13 @@
 """``pointabstract view``: the viewer on a checkpoint (window, ``--png`` or ``--figure``).
 
 What is shown depends on the checkpoint's task: a classification run shows feature-space vs 3D
-neighbourhoods (:class:`~pointabstract.viz.app.ViewerState`), a capsule autoencoder
+neighbourhoods (:class:`~pointabstract.viz.classification.app.ViewerState`), a capsule autoencoder
 (``reconstruction``) its input, reconstruction and latent capsules
-(:class:`~pointabstract.viz.capsule_app.CapsuleViewerState`), a part segmenter true vs predicted
-parts and its tree's clusters (:class:`~pointabstract.viz.segmentation_app.SegViewerState`). The
-per-task pieces are looked up by the run's task: the session (``loading.SESSIONS``), the window's
-state (``app.STATES``), the ``--figure`` writer (:data:`FIGURES`), the ``--png`` writer where it
-is not the default titled panels (:data:`PNGS`) and the options only that task's runs take
+(:class:`~pointabstract.viz.capsules.app.CapsuleViewerState`), a part segmenter true vs predicted
+parts and its tree's clusters (:class:`~pointabstract.viz.segmentation.app.SegViewerState`). The
+per-task pieces are looked up by the run's task in :mod:`.tasks`: the session (``SESSIONS``), the
+window's state (``STATES``), the ``--figure`` writer (:data:`FIGURES`), the ``--png`` writer where
+it is not the default titled panels (:data:`PNGS`) and the options only that task's runs take
 (:data:`OPTIONS`). ``--context-pool BLOCK`` is a view of its own on any ContextPool model.
 
 Wired into the main CLI with ``add_parser(subparsers)``; also runnable on its own as
@@ -23,6 +23,8 @@ import argparse
 import sys
 import textwrap
 from pathlib import Path
+
+from .tasks import FIGURES, OPTIONS, PNGS
 
 __all__ = ["FIGURES", "OPTIONS", "PNGS", "add_arguments", "add_parser", "build_parser", "main", "run",
            "show_state"]
@@ -44,18 +46,13 @@ EPILOG = """examples:
       Fig. 5 (a) / (b): both autoencoders on the same 3 shapes from --index, one row per checkpoint
 """
 
-# task -> the options only its runs take (any other task's run refuses them)
-OPTIONS = {
-    "classification": ("block", "k", "query"),
-    "reconstruction": ("capsule", "compare"),
-    "part_segmentation": ("level",),
-}
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from . import capsule_app, capsule_scenes, segmentation_app, segmentation_scenes
-    from .app import COLORINGS, KEYMAP
-    from .scenes import LAYOUTS
+    from .capsules import app as capsule_app
+    from .capsules import scenes as capsule_scenes
+    from .classification.app import COLORINGS, KEYMAP
+    from .classification.scenes import LAYOUTS
+    from .segmentation import app as segmentation_app
+    from .segmentation import scenes as segmentation_scenes
 
     parser.add_argument("checkpoint", type=Path, help="a trainer checkpoint (last.pt / best.pt)")
     parser.add_argument("--data", type=Path, help="dataset root (default: the one it was trained on)")
@@ -129,9 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Load the checkpoint, then show the window or write the PNG / figure. Returns the exit code."""
     from ..engine import MissingDatasetError
-    from .app import NO_DISPLAY, STATES, NoDisplayError, has_display, viewer_state
-    from .loading import load_session
-    from .render import RenderError
+    from .core.render import RenderError
+    from .core.window import NO_DISPLAY, NoDisplayError, has_display
+    from .tasks import STATES, load_session, viewer_state
 
     keys = args.keys.split() if args.keys is not None else None
     try:
@@ -163,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
 def _panels_png(state, path: Path, *, width: int, height: int) -> Path:
     """The state's panels drawn separately, each under its title, the sample's title beside them,
     ``"<model> (<checkpoint>)"`` above (:func:`~.figure_compose.titled_panels_png`)."""
-    from .figure_compose import titled_panels_png
-    from .panel_titles import figure_title
+    from .core.figure_compose import titled_panels_png
+    from .core.panel_titles import figure_title
 
     scenes = state.panel_scenes()
     return titled_panels_png([s.geometries for s in scenes], state.panel_titles(), path, width=width,
@@ -176,8 +173,8 @@ def show_state(state, args: argparse.Namespace, keys: list[str] | None, render_p
     """The last step of every task's view: ``--png`` through ``render_png(state, path, width=,
     height=)``, else the window (scripted when ``keys`` is given). Errors propagate to the caller,
     which turns the user's ones into one ``error:`` line."""
-    from .app import run_viewer
-    from .render import png_backend
+    from .core.render import png_backend
+    from .core.window import run_viewer
 
     if args.png is not None:
         out = render_png(state, args.png, width=args.width, height=args.height)
@@ -202,7 +199,7 @@ def _check_options(args: argparse.Namespace, task: str) -> None:
 
 
 def _figure(args: argparse.Namespace) -> int:
-    from .loading import load_session
+    from .tasks import load_session
 
     session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
     task = session.config.task
@@ -215,50 +212,9 @@ def _figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _neighbourhood_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
-    from .figures import neighbourhood_figure
-
-    return neighbourhood_figure(session, args.figure, indices=indices, queries=3, block=args.block, k=args.k)
-
-
-def _capsule_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
-    from .capsule_figures import capsule_figure
-
-    if args.capsule is not None:
-        raise ValueError("--capsule applies to the window and --png; --figure shows every capsule")
-    others = [] if args.compare is None else [args.compare]
-    return capsule_figure([session, *others], args.figure, split=args.split, indices=indices,
-                          device=args.device)
-
-
-def _segmentation_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
-    from .segmentation_figures import segmentation_figure
-
-    return segmentation_figure(session, args.figure, indices=indices,
-                               levels=None if args.level is None else [args.level])
-
-
-def _segmentation_png(state, path: Path, *, width: int, height: int) -> Path:
-    from .segmentation_app import render_state_png
-
-    return render_state_png(state, path, width=width, height=height)
-
-
-# task -> the --figure writer of its runs: (session, parsed arguments, sample indices) -> PNG path
-FIGURES = {
-    "classification": _neighbourhood_figure,
-    "reconstruction": _capsule_figure,
-    "part_segmentation": _segmentation_figure,
-}
-# task -> its --png writer where it is not the default (_panels_png: the state's titled panels)
-PNGS = {
-    "part_segmentation": _segmentation_png,
-}
-
-
 def _context_pool(args: argparse.Namespace) -> int:
-    from .app import NO_DISPLAY, NoDisplayError, has_display
     from .context_pool_view import context_pool_png, context_pool_view, show_context_pool
+    from .core.window import NO_DISPLAY, NoDisplayError, has_display
 
     if args.png is None and not has_display():
         raise NoDisplayError(NO_DISPLAY)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .colors import GREY, ScalarLegend, scalar_colors
+from .core.colors import GREY, ScalarLegend, scalar_colors
 
 __all__ = ["ContextPoolView", "context_pool_colors", "context_pool_png", "context_pool_view", "pools_of",
            "show_context_pool"]
@@ -127,8 +127,8 @@ def context_pool_view(checkpoint: str | Path, *, block: int, index: int = 0, spl
 def context_pool_png(view: ContextPoolView, path: str | Path, *, width: int = 1280, height: int = 640,
                      backend: str = "auto") -> Path:
     """Two panels, each with its colour bar: the points by pooling weight | by support size."""
-    from .render import Renderer, save_png
-    from .scenes import point_cloud
+    from .core.geometry import point_cloud
+    from .core.render import Renderer, save_png
 
     half = max(16, width // 2)
     with Renderer(half, height, backend=backend) as renderer:
@@ -144,7 +144,7 @@ def show_context_pool(view: ContextPoolView, *, width: int = 1280, height: int =
     """An Open3D window: the points by pooling weight (left) and by support size (right)."""
     import open3d as o3d
 
-    from .scenes import point_cloud
+    from .core.geometry import point_cloud
 
     shift = np.zeros(3)
     shift[0] = 1.3 * float(np.ptp(view.pos[:, 0]) or 1.0)

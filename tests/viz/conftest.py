@@ -30,7 +30,7 @@ def xvfb_display():
     DISPLAY is left as it was."""
     import shutil
 
-    from pointabstract.viz import backends, render
+    from pointabstract.viz.core import backends, render
 
     if shutil.which("Xvfb") is None:
         pytest.skip("Xvfb is not installed (Debian package xvfb)")
@@ -47,7 +47,7 @@ def xvfb_display():
 @pytest.fixture
 def compose_calls(monkeypatch) -> list:
     """The (args, kwargs) of every compose_figure call (which still draws): what a titled PNG holds."""
-    from pointabstract.viz import figure_compose
+    from pointabstract.viz.core import figure_compose
 
     calls, real = [], figure_compose.compose_figure
     monkeypatch.setattr(figure_compose, "compose_figure", lambda *a, **k: calls.append((a, k)) or real(*a, **k))

@@ -139,8 +139,8 @@ def test_view_png_in_a_fresh_process_without_display_finishes_fast_and_draws_the
     import time
     from pathlib import Path
 
-    from pointabstract.viz.colors import HIGHLIGHT, QUERY
-    from pointabstract.viz.render import png_backend
+    from pointabstract.viz.core.colors import HIGHLIGHT, QUERY
+    from pointabstract.viz.core.render import png_backend
 
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}

@@ -12,8 +12,8 @@ from PIL import Image
 from pointabstract import cli as main_cli
 from pointabstract.engine import restore
 from pointabstract.viz import cli, load_session
-from pointabstract.viz.colors import HIGHLIGHT
-from pointabstract.viz.render import png_backend
+from pointabstract.viz.core.colors import HIGHLIGHT
+from pointabstract.viz.core.render import png_backend
 from tests.helpers import check_png
 from tests.viz._capsule_runs import tiny_ae_run
 

@@ -11,6 +11,10 @@ and a node is pruned only when its lower bound is strictly larger than the curre
 distance, so ties resolve to the lowest index exactly as the brute-force reference does.
 Squared distances are ``dx*dx + dy*dy + dz*dz`` in the input dtype, the reference's order.
 Missing neighbours (a cloud shorter than k, an empty ball) are ``idx = -1``, ``dist2 = inf``.
+
+One file on purpose (about 440 lines): the build and the two queries are one data structure,
+written against the same flat node layout and stack bounds above, and neither half can be read
+or changed without the other.
 """
 
 from __future__ import annotations

@@ -1,0 +1,132 @@
+"""The per-task dispatch of the viewer, in one place: a checkpoint's task -> its session, its
+window state, its ``--figure`` writer, its ``--png`` writer and the options only its runs take.
+
+The tasks are :mod:`.classification` (feature-space vs 3D neighbourhoods), :mod:`.capsules`
+(``reconstruction``: input vs reconstruction by latent capsule) and :mod:`.segmentation`
+(``part_segmentation``: true vs predicted parts, tree clusters). This module imports them;
+none of them imports it (nor :mod:`.cli`): a new task is a subpackage with the same files
+(``session.py``, ``scenes.py``, ``figures.py``, ``app.py``) and one row in each table below.
+
+A state class offers: ``KEYMAP`` (token -> (GLFW code, what it does)), ``TITLE``,
+``from_args(session, args)`` (the state ``pointabstract view`` asks for), ``press(key) -> status``,
+``status()``, ``scene()`` (drawables under ``.geometries``), ``session`` (``.config.model``,
+``.checkpoint``), ``sample`` (``.title``) and ``screenshot_name(number)``; for the default
+``--png`` writer also ``panel_scenes()`` and ``panel_camera()`` (the panels and the camera they
+share, None: each panel fitted on its own) and ``panel_titles()`` (one per panel); a task with a
+writer of its own in :data:`PNGS` (part segmentation) needs none of those.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from .capsules.app import CapsuleViewerState
+from .capsules.session import CapsuleSession
+from .classification.app import ViewerState
+from .classification.session import ViewSession
+from .core.loading import not_shown, restore_run
+from .segmentation.app import SegViewerState
+from .segmentation.session import SegSession
+
+__all__ = ["FIGURES", "OPTIONS", "PNGS", "SESSIONS", "STATES", "load_session", "viewer_state"]
+
+# task -> the viewer's session of its runs, built from the restored run (engine.restored.Restored)
+SESSIONS: dict[str, Callable] = {
+    "classification": ViewSession.from_restored,
+    "reconstruction": CapsuleSession.from_restored,
+    "part_segmentation": SegSession.from_restored,
+}
+
+# task -> the viewer state class of its runs
+STATES: dict[str, type] = {
+    "classification": ViewerState,
+    "reconstruction": CapsuleViewerState,
+    "part_segmentation": SegViewerState,
+}
+
+# task -> the options only its runs take (any other task's run refuses them)
+OPTIONS = {
+    "classification": ("block", "k", "query"),
+    "reconstruction": ("capsule", "compare"),
+    "part_segmentation": ("level",),
+}
+
+
+def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None, split: str = "test",
+                 device: str = "cpu", task: str | None = None):
+    """Rebuild the model saved in ``checkpoint`` and open its dataset split (as ``eval`` does,
+    through :func:`pointabstract.engine.restore`), wrapped in its task's session (:data:`SESSIONS`).
+
+    Args:
+        checkpoint: a trainer checkpoint (``last.pt`` / ``best.pt``).
+        data_root: dataset root (default: the one it was trained on).
+        split: dataset split, ``"test"`` or ``"train"`` (never augmented here).
+        device: torch device of the model.
+        task: the one task the caller can show (e.g. ``"classification"`` for the neighbourhood
+            figure); None: any task of :data:`SESSIONS`.
+
+    Returns:
+        A ``ViewSession`` for classification runs, a ``CapsuleSession`` for reconstruction,
+        a ``SegSession`` for part segmentation.
+
+    Raises:
+        FileNotFoundError: no such checkpoint, or no dataset at the root.
+        ValueError: not a checkpoint, classes or weights that do not fit, unknown split, a task
+            the viewer (or the caller) cannot show.
+    """
+    shown = list(SESSIONS) if task is None else [task]
+    run = restore_run(checkpoint, shown=shown, data_root=data_root, split=split, device=device)
+    if run.config.task not in SESSIONS:
+        raise not_shown(checkpoint, shown, run.config.task)
+    return SESSIONS[run.config.task](run)
+
+
+def viewer_state(session, args):
+    """The state of ``session``'s task (:data:`STATES`) asked for by ``pointabstract view`` ``args``."""
+    task = session.config.task
+    if task not in STATES:
+        raise ValueError(f"the viewer shows {' and '.join(STATES)} runs; this is a '{task}' run")
+    return STATES[task].from_args(session, args)
+
+
+def _neighbourhood_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
+    from .classification.figures import neighbourhood_figure
+
+    return neighbourhood_figure(session, args.figure, indices=indices, queries=3, block=args.block, k=args.k)
+
+
+def _capsule_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
+    from .capsules.figures import capsule_figure
+
+    if args.capsule is not None:
+        raise ValueError("--capsule applies to the window and --png; --figure shows every capsule")
+    others = [] if args.compare is None else [args.compare]
+    return capsule_figure([session, *others], args.figure, split=args.split, indices=indices,
+                          device=args.device)
+
+
+def _segmentation_figure(session, args: argparse.Namespace, indices: list[int]) -> Path:
+    from .segmentation.figures import segmentation_figure
+
+    return segmentation_figure(session, args.figure, indices=indices,
+                               levels=None if args.level is None else [args.level])
+
+
+def _segmentation_png(state, path: Path, *, width: int, height: int) -> Path:
+    from .segmentation.app import render_state_png
+
+    return render_state_png(state, path, width=width, height=height)
+
+
+# task -> the --figure writer of its runs: (session, parsed arguments, sample indices) -> PNG path
+FIGURES = {
+    "classification": _neighbourhood_figure,
+    "reconstruction": _capsule_figure,
+    "part_segmentation": _segmentation_figure,
+}
+# task -> its --png writer where it is not the default (cli: the state's titled panels)
+PNGS = {
+    "part_segmentation": _segmentation_png,
+}
