@@ -106,6 +106,13 @@ def _tidy_staging(root: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _foreign(root: Path, files: list[str], manifest: dict | None) -> list[str]:
+    """The files of ``root`` that data synth did not write (none for a set of an earlier version)."""
+    own = set(manifest["files"]) | {MANIFEST} if manifest is not None else set()
+    foreign = [name for name in files if name not in own]
+    return [] if foreign and manifest is None and _legacy_set(root, files) else foreign
+
+
 def claim_output(root: str | Path, *, overwrite: bool = False) -> str:
     """Check, before any work, that a set may be written to ``root``.
 
@@ -126,9 +133,8 @@ def claim_output(root: str | Path, *, overwrite: bool = False) -> str:
     if not files:
         return "new"
     manifest = read_manifest(root)
-    own = set(manifest["files"]) | {MANIFEST} if manifest is not None else set()
-    foreign = [name for name in files if name not in own]
-    if foreign and not (manifest is None and _legacy_set(root, files)):
+    foreign = _foreign(root, files, manifest)
+    if foreign:
         raise FileExistsError(
             f"{root} holds {len(foreign)} file(s) that data synth did not write (e.g. {root / foreign[0]}): "
             "refused, nothing there is touched; give a new or empty folder as --out (the default is "
@@ -157,7 +163,12 @@ def staged_output(root: str | Path, options: dict) -> Iterator[Path]:
         yield new
         files = {name: (new / name).stat().st_size for name in _files(new)}
         (new / MANIFEST).write_text(json.dumps({**options, "files": files}, indent=1, sort_keys=True))
-        if root.exists():
+        if root.exists():  # checked again: a file put into root while generating is never deleted
+            current = _files(root)
+            foreign = _foreign(root, current, read_manifest(root)) if current else []
+            if foreign:
+                raise FileExistsError(f"{root / foreign[0]} appeared while the set was generated: the new "
+                                      f"set is not swapped in and nothing in {root} is touched")
             os.replace(root, old)
         os.replace(new, root)
     finally:

@@ -144,3 +144,19 @@ def test_a_non_finite_set_is_never_written(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"the generated train points hold NaN/Inf values .*nothing was written"):
         generate(tmp_path / "s", **TINY)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_put_into_the_folder_while_generating_is_never_deleted(tmp_path, monkeypatch):
+    root = tmp_path / "s"
+    generate(root, **TINY)
+    real = generator_module._write_h5
+
+    def and_a_user_file(path, **arrays):
+        real(path, **arrays)
+        (root / "notes.txt").write_text("written meanwhile")
+
+    monkeypatch.setattr(generator_module, "_write_h5", and_a_user_file)
+    with pytest.raises(FileExistsError, match=r"notes.txt appeared while the set was generated"):
+        generate(root, overwrite=True, **TINY)
+    assert (root / "notes.txt").read_text() == "written meanwhile" and is_complete(root)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
