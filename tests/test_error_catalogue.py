@@ -202,6 +202,9 @@ ROWS = [
      r"data.batch_size must be >= 1, got 0"),
     ("device: unknown name", lambda t: check_device("gpu0"), ValueError,
      r"device must be cpu, cuda or cuda:N, got 'gpu0'"),
+    ("centroid routing: unknown init", lambda t: __import__("pointabstract.nn.routing", fromlist=["x"])
+     .CentroidRouting(16, 4, 4, 8, init="fps"), ValueError,
+     r"init must be one of \['linear', 'soft_average'\], got 'fps'"),
 ]
 
 CLI_ROWS = [
