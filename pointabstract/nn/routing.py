@@ -8,7 +8,7 @@ assignments are (attention in a transformer is normalised over the inputs instea
 
 - :class:`DynamicRouting`: routing by agreement as in 3D-PointCapsNet (Zhao et al. 2019).
 - :class:`EMRouting`: EM routing (Hinton et al. 2018) adapted to vector capsules.
-- :class:`CentroidRouting`: centroid attention (Wu et al. 2021, section 4.3) over the primary
+- :class:`CentroidRouting`: centroid attention (Wu et al. 2021, section 3.3) over the primary
   capsules, latent capsules initialised by a learned linear map of the primary ones.
 
 Each has a plain-loop ``*_naive`` reference (tests only) that reads the module's parameters.
@@ -214,7 +214,7 @@ def em_routing_naive(module: EMRouting, u: torch.Tensor):
 
 
 class CentroidRouting(nn.Module):
-    """Centroid attention as routing (Centroid Transformers, section 4.3).
+    """Centroid attention as routing (Centroid Transformers, section 3.3).
 
     The primary capsules are the inputs, the latent capsules the centroids of a
     :class:`~pointabstract.nn.CentroidAttention` block: initialised by a learned linear map of
