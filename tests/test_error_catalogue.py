@@ -331,6 +331,9 @@ ROWS = [
      r"choose e.g. data.batch_size=17"),
     ("config: a layer size below one", lambda t: load_config(None, ["model=capsule_ae_demo_dr", "model.encoder_dims=[-1]"]),
      ValueError, r"model.encoder_dims must list layer sizes >= 1 like \[64, 128\], got \[-1\]"),
+    ("centroid routing: unknown init", lambda t: __import__("pointabstract.nn.routing", fromlist=["x"])
+     .CentroidRouting(16, 4, 4, 8, init="fps"), ValueError,
+     r"init must be one of \['linear', 'soft_average'\], got 'fps'"),
 ]
 
 CLI_ROWS = [

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from .measure import run_isolated
 
-__all__ = ["ablation_table", "format_scaling", "measure_one", "model_cost", "scaling"]
+__all__ = ["ABLATION_ARGS", "ablation_config", "ablation_table", "format_scaling", "measure_one",
+           "model_cost", "scaling"]
 
 PAPER_COST = {"params_m": 4.1, "gmacs": 5.4}  # Centroid Transformers, Table 2 (ModelNet40, N = 1024)
 
@@ -116,6 +117,19 @@ def format_scaling(rows: list[dict], *, batch: int) -> str:
 ABLATIONS = ("ct_fps_only", "ct_random", "ct_kmeans", "centroid_transformer", "ct_t2", "ct_t3",
              "self_attention_transformer")
 LEVEL_ROOTS = {"easy": "datasets/synthetic", "hard": "datasets/synthetic-hard"}
+# settings that define a variant and that no preset may override: the "full self-attention, no
+# downsampling" row is full attention (k = None), whatever the preset's model.k (demo.yaml: 16)
+ABLATION_ARGS = {"self_attention_transformer": ["model.k=null"]}
+
+
+def ablation_config(preset: str, name: str, seed: int, *, overrides: list[str] | None = None,
+                    out: str = "runs/bench_table3/run"):
+    """The RunConfig of one Table 3 run: ``preset``, then ``overrides``, then the model, seed,
+    output folder and the variant's own settings (:data:`ABLATION_ARGS`), which win."""
+    from ..engine import load_config
+
+    return load_config(preset, [*(overrides or []), f"model={name}", f"seed={seed}", f"log.out_dir={out}",
+                                "log.progress=false", "log.tensorboard=false", *ABLATION_ARGS.get(name, [])])
 
 
 def ablation_table(preset: str = "demo", *, models=ABLATIONS, overrides: list[str] | None = None,
@@ -123,14 +137,13 @@ def ablation_table(preset: str = "demo", *, models=ABLATIONS, overrides: list[st
                    progress=print) -> list[dict]:
     """Train every variant with the same preset and budget at every seed; one row per run with
     accuracy and median training samples/s (see :func:`pointabstract.bench.seeds.run_seeds`)."""
-    from ..engine import load_config, train
+    from ..engine import train
     from .seeds import run_seeds
 
     def run_one(name: str, seed: int) -> dict:
         out = f"{out_root}/{name}/seed{seed}"
-        cfg = load_config(preset, [*(overrides or []), f"model={name}", f"seed={seed}", f"log.out_dir={out}",
-                                   "log.progress=false", "log.tensorboard=false"])
-        metrics = train(cfg, overwrite=True)  # the benchmark's own scratch run
+        metrics = train(ablation_config(preset, name, seed, overrides=overrides, out=out),
+                        overwrite=True)  # the benchmark's own scratch run
         log = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
         return {"overall_accuracy": metrics["overall_accuracy"],
                 "mean_class_accuracy": metrics["mean_class_accuracy"],

@@ -1,4 +1,4 @@
-"""3D point-capsule autoencoder (Zhao et al. 2019) with a swappable routing (Wu et al. 2021, 4.3).
+"""3D point-capsule autoencoder (Zhao et al. 2019) with a swappable routing (Wu et al. 2021, 3.3).
 
     pos (B, N, 3) -> primary capsules (B, P, D) -> routing -> latent capsules (B, L, D')
         -> patch decoder -> points (B, N_out, 3), N_out = L * (num_points // L)

@@ -19,7 +19,8 @@ from .mlp import FeedForward, make_norm
 
 __all__ = ["INITS", "CentroidAttention", "farthest_from_centroid"]
 
-INITS = ("fps", "random", "kmeans", "mean_pool", "linear")
+INITS = ("fps", "random", "kmeans", "mean_pool", "linear", "soft_average")
+_LEARNED_INITS = ("linear", "soft_average")
 
 
 def farthest_from_centroid(pos: torch.Tensor) -> torch.Tensor:
@@ -40,12 +41,17 @@ class CentroidAttention(nn.Module):
         init: ``"fps"`` (farthest point sampling on positions), ``"random"`` (uniform subset),
             ``"kmeans"`` (Lloyd in feature space, ``kmeans_iters`` rounds, FPS seeds),
             ``"mean_pool"`` (FPS centres, mean of their k nearest inputs in xyz), or
-            ``"linear"`` (learned soft assignment of the N inputs, needs ``num_inputs``).
+            ``"linear"`` (the paper's "linear projection to learn the initialization", sec. 3.3:
+            ``u^0 = W x`` with a learned (M, N) matrix ``init_weight``, nn.Linear's default
+            init uniform(+-1/sqrt(N)), so the M centroids start distinct; needs ``num_inputs``), or
+            ``"soft_average"`` (before issue 29: ``u^0 = softmax(A) x`` with logits
+            ``A = 0.01 randn``, i.e. every centroid starts as the same uniform mean of the inputs;
+            kept only to measure that collapse, see docs/fidelity.md).
         iters: T >= 0 update steps (T = 0: the initialisation plus the MLP only).
         k: inputs each centroid attends to (its k nearest), or None for all N (dense).
         knn_space: ``"feature"`` (distance between centroid and input features) or ``"xyz"``.
         normalize: ``"centroids"`` (paper eq. 4) or ``"inputs"`` (transformer softmax).
-        num_inputs: N, required by ``init="linear"``.
+        num_inputs: N, required by ``init="linear"`` and ``"soft_average"``.
         kmeans_iters: Lloyd rounds of ``init="kmeans"``.
         norm: normalisation of the attention inputs and of the MLP (``"layer"`` or ``"batch"``).
     """
@@ -68,8 +74,8 @@ class CentroidAttention(nn.Module):
             raise ValueError(f"dim_out must be divisible by heads, got {dim_out} and {heads}")
         if iters < 0:
             raise ValueError(f"iters must be >= 0, got {iters}")
-        if init == "linear" and (num_inputs is None or num_centroids is None and ratio is None):
-            raise ValueError("init='linear' needs num_inputs (the fixed number of inputs N)")
+        if init in _LEARNED_INITS and num_inputs is None:
+            raise ValueError(f"init={init!r} needs num_inputs (the fixed number of inputs N)")
         self.num_centroids, self.ratio, self.init = num_centroids, ratio, init
         self.iters, self.k, self.knn_space, self.normalize = iters, k, knn_space, normalize
         self.heads, self.kmeans_iters = heads, kmeans_iters
@@ -80,9 +86,31 @@ class CentroidAttention(nn.Module):
             self.kv = nn.Linear(dim_out, 2 * dim_out)
             self.out = nn.Linear(dim_out, dim_out)
         self.mlp = FeedForward(dim_out, norm=norm)
-        if init == "linear":
+        if init in _LEARNED_INITS:
             m = num_centroids if num_centroids is not None else max(1, round(num_inputs * ratio))
-            self.assign = nn.Parameter(torch.randn(m, num_inputs) * 0.01)
+            if init == "linear":  # nn.Linear(N, M, bias=False)'s default init: uniform(+-1/sqrt(N))
+                bound = num_inputs ** -0.5
+                self.init_weight = nn.Parameter(torch.empty(m, num_inputs).uniform_(-bound, bound))
+            else:
+                self.assign = nn.Parameter(torch.randn(m, num_inputs) * 0.01)
+
+    def initial_weights(self) -> torch.Tensor:
+        """(M, N) matrix of a learned initialisation: ``u^0 = W x`` (``init="linear"``: ``W`` itself;
+        ``"soft_average"``: ``softmax(A)`` over the inputs)."""
+        if self.init == "linear":
+            return self.init_weight
+        if self.init == "soft_average":
+            return self.assign.softmax(-1)
+        raise ValueError(f"init={self.init!r} has no learned weights")
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # checkpoints from before issue 29 stored init="linear" as softmax logits `assign`;
+        # softmax(assign) is exactly the linear map they applied, so it becomes `init_weight`
+        # (same outputs; training it further follows the new, unconstrained parametrisation)
+        old = prefix + "assign"
+        if self.init == "linear" and old in state_dict and prefix + "init_weight" not in state_dict:
+            state_dict[prefix + "init_weight"] = state_dict.pop(old).softmax(-1)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def centroid_count(self, n: int) -> int:
         """M for an input of N points."""
@@ -111,10 +139,11 @@ class CentroidAttention(nn.Module):
             ones = torch.ones_like(pos[..., :1])
             count = pos.new_zeros(x.shape[0], m, 1).scatter_add(1, index[..., :1], ones)
             return u, total / count.clamp(min=1), None  # a centroid that lost its points sits at 0
-        if x.shape[1] != self.assign.shape[1]:
-            raise ValueError(f"init='linear' was built for N = {self.assign.shape[1]} inputs, "
-                             f"got {x.shape[1]}")
-        w = self.assign.softmax(-1)  # (M, N): each centroid a learned average of the inputs
+        w = self.initial_weights()  # (M, N)
+        if x.shape[1] != w.shape[1]:
+            raise ValueError(f"init={self.init!r} was built for N = {w.shape[1]} inputs, got {x.shape[1]}")
+        # pos_u: the same combination of the positions (for "linear" not a convex one: it only
+        # matters to knn_space="xyz", and capsules have no positions)
         return torch.einsum("mn,bnc->bmc", w, x), torch.einsum("mn,bnc->bmc", w, pos), None
 
     def neighbours(self, u: torch.Tensor, x: torch.Tensor, pos_u, pos) -> torch.Tensor | None:

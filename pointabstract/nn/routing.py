@@ -8,7 +8,7 @@ assignments are (attention in a transformer is normalised over the inputs instea
 
 - :class:`DynamicRouting`: routing by agreement as in 3D-PointCapsNet (Zhao et al. 2019).
 - :class:`EMRouting`: EM routing (Hinton et al. 2018) adapted to vector capsules.
-- :class:`CentroidRouting`: centroid attention (Wu et al. 2021, section 4.3) over the primary
+- :class:`CentroidRouting`: centroid attention (Wu et al. 2021, section 3.3) over the primary
   capsules, latent capsules initialised by a learned linear map of the primary ones.
 
 Each has a plain-loop ``*_naive`` reference (tests only) that reads the module's parameters.
@@ -214,11 +214,13 @@ def em_routing_naive(module: EMRouting, u: torch.Tensor):
 
 
 class CentroidRouting(nn.Module):
-    """Centroid attention as routing (Centroid Transformers, section 4.3).
+    """Centroid attention as routing (Centroid Transformers, section 3.3).
 
     The primary capsules are the inputs, the latent capsules the centroids of a
     :class:`~pointabstract.nn.CentroidAttention` block: initialised by a learned linear map of
-    the P primary capsules (``init="linear"``), updated ``iters`` = T times (T = 3, matching
+    the P primary capsules (``init="linear"``: ``u^0 = W x``, W (L, P) uniform(+-1/sqrt(P)), so
+    the latent capsules start distinct; the paper's "linear projection to learn the
+    initialization of the latent capsules", sec. 3.3), updated ``iters`` = T times (T = 3, matching
     dynamic routing) by attention over all P primary capsules (dense, ``k=None``), with the
     weights normalised over the latent capsules (``normalize="centroids"``, the paper's eq. 4),
     then the block's residual MLP. The latent capsules are not squashed.
@@ -228,19 +230,24 @@ class CentroidRouting(nn.Module):
         iters: T >= 1.
         heads: attention heads H (dividing D').
         norm: normalisation inside the block (``"layer"`` or ``"batch"``).
+        init: ``"linear"`` (default, the paper) or ``"soft_average"`` (the initialisation before
+            issue 29: every latent capsule starts as the same mean of the primary ones and, the
+            update of eq. 4 being equal for equal centroids, stays so; kept to measure it).
 
     ``forward(u (B, P, D)) -> (v (B, L, D'), assignments (B, P, L))``: the attention weights of
     the last step, averaged over the heads.
     """
 
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *, iters: int = 3,
-                 heads: int = 4, norm: str = "layer"):
+                 heads: int = 4, norm: str = "layer", init: str = "linear"):
         super().__init__()
         _check_sizes(in_caps=in_caps, in_dim=in_dim, out_caps=out_caps, out_dim=out_dim, iters=iters)
+        if init not in ("linear", "soft_average"):
+            raise ValueError(f"init must be one of ['linear', 'soft_average'], got {init!r}")
         self.in_caps, self.in_dim, self.out_caps, self.out_dim, self.iters = (
             in_caps, in_dim, out_caps, out_dim, iters)
         self.attention = CentroidAttention(in_dim, out_dim, heads=heads, num_centroids=out_caps,
-                                           init="linear", iters=iters, k=None, normalize="centroids",
+                                           init=init, iters=iters, k=None, normalize="centroids",
                                            num_inputs=in_caps, norm=norm)
 
     def forward(self, u: torch.Tensor):
@@ -256,7 +263,7 @@ def centroid_routing_naive(module: CentroidRouting, u: torch.Tensor):
     heads, latent and primary capsules (its linear layers and norms applied as they are)."""
     att = module.attention
     x = att.proj_in(u)  # (B, P, D')
-    init = att.assign.softmax(-1)  # (L, P)
+    init = att.initial_weights()  # (L, P)
     kv = att.kv(att.norm_x(x))
     heads, dh = att.heads, module.out_dim // att.heads
     vs, assignments = [], []

@@ -18,3 +18,21 @@ def test_format_scaling_lines_up_models_and_failures():
     text = bench.format_scaling(rows, batch=8)
     assert "| 512 | 10 | 50 | 5.0x | 100 | 800 | 8.0x |" in text
     assert "| 4096 | 80 | out of memory |  | 700 | out of memory |  |" in text
+
+
+def _attention_ks(cfg):
+    from pointabstract.models import build_model
+
+    net = build_model(cfg.model, **cfg.model_args)
+    return [m.k for m in net.modules() if hasattr(m, "k") and hasattr(m, "heads")]
+
+
+def test_table3_full_attention_row_uses_full_attention_despite_the_preset():
+    # demo.yaml sets model.k: 16 for the centroid transformer; the "no downsampling" row is
+    # full self-attention, so its k stays None (before issue 29 it ran 16-NN attention)
+    cfg = bench.ablation_config("demo", "self_attention_transformer", 0, overrides=["model.k=16"])
+    assert cfg.model_args["k"] is None
+    ks = _attention_ks(cfg)
+    assert ks and all(k is None for k in ks)
+    # the other rows keep the preset's KNN attention
+    assert set(_attention_ks(bench.ablation_config("demo", "centroid_transformer", 0))) == {16}

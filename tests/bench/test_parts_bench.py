@@ -26,6 +26,18 @@ def test_registered_and_pairs_exist():
     for pairs, task in ((bench.SEG_PAIRS, "part_segmentation"), (bench.CLS_PAIRS, "classification")):
         for pair in pairs.values():
             assert all(MODELS[name].task == task for name in pair)
+    assert all(MODELS[name].task == "classification" for extra in bench.CLS_EXTRA.values() for name in extra)
+
+
+@pytest.mark.parametrize("size", ["demo", "paper"])
+def test_pairs_differ_only_in_attention(size):
+    # the paper's comparison (issue 29): one network, tree vs dense softmax attention; before,
+    # the classifier was paired with self_attention_transformer, another network
+    for pairs in (bench.SEG_PAIRS, bench.CLS_PAIRS):
+        sequoia, baseline = (MODELS[name] for name in pairs[size])
+        assert sequoia.factory is baseline.factory
+        assert {**sequoia.defaults, "attention": "softmax"} == baseline.defaults
+        assert sequoia.defaults.get("attention", "sequoia") == "sequoia"
 
 
 @pytest.fixture(scope="module")

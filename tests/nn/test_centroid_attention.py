@@ -79,6 +79,10 @@ def test_bad_arguments():
         CentroidAttention(8, 8, heads=2, ratio=0.5, normalize="softmax")
     with pytest.raises(ValueError, match="init='linear' needs num_inputs"):
         CentroidAttention(8, 8, heads=2, ratio=0.5, init="linear")
+    with pytest.raises(ValueError, match="init='soft_average' needs num_inputs"):
+        CentroidAttention(8, 8, heads=2, ratio=0.5, init="soft_average")
+    with pytest.raises(ValueError, match="init='fps' has no learned weights"):
+        CentroidAttention(8, 8, heads=2, ratio=0.5).initial_weights()
     with pytest.raises(ValueError, match="num_centroids = 40 exceeds the number of inputs N = 30"):
         CentroidAttention(8, 8, heads=2, num_centroids=40)(cloud(1, 30, 8), cloud(1, 30))
     with pytest.raises(ValueError, match="built for N = 32 inputs, got 30"):

@@ -100,7 +100,9 @@ def test_centroid_routing_uses_the_papers_setting():
     module = CentroidRouting(P, D, L, DO, heads=2)
     att = module.attention
     assert (att.init, att.iters, att.k, att.normalize) == ("linear", 3, None, "centroids")
-    assert tuple(att.assign.shape) == (L, P)
+    assert tuple(att.init_weight.shape) == (L, P) and not hasattr(att, "assign")
+    bound = P ** -0.5  # nn.Linear's default: uniform(+-1/sqrt(P))
+    assert att.init_weight.abs().max() <= bound and att.init_weight.std() > bound / 4
 
 
 @pytest.mark.parametrize("cls", [DynamicRouting, EMRouting, CentroidRouting])
@@ -112,6 +114,24 @@ def test_routings_reject_bad_input(cls):
         module(torch.ones(2, P, D, dtype=torch.int64))
     with pytest.raises(ValueError, match="out_caps must be a positive int, got 0"):
         cls(P, D, 0, DO)
+
+
+def test_centroid_routing_rejects_unknown_init():
+    with pytest.raises(ValueError, match=r"init must be one of \['linear', 'soft_average'\], got 'fps'"):
+        CentroidRouting(P, D, L, DO, init="fps")
+
+
+def test_old_centroid_routing_checkpoint_loads_with_the_same_outputs():
+    # before issue 29 init="linear" stored softmax logits `assign`; they convert exactly
+    torch.manual_seed(3)
+    old = CentroidRouting(P, D, L, DO, heads=2, init="soft_average").double()
+    state = old.state_dict()
+    assert "attention.assign" in state
+    new = CentroidRouting(P, D, L, DO, heads=2).double()
+    new.load_state_dict(state)  # strict: no missing or unexpected keys
+    u = _capsules()
+    torch.testing.assert_close(new(u)[0], old(u)[0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(new.attention.init_weight, old.attention.assign.softmax(-1))
 
 
 def test_build_routing_rejects_unknown_name():
