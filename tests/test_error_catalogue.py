@@ -374,6 +374,16 @@ CLI_ROWS = [
      r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
     ("train: a preset that is not a mapping", ["train", "{file}"],
      r"file: a preset must be one flat mapping of 'key: value' lines"),
+    ("data synth: a folder holding files it did not write", ["data", "synth", "--out", "{tmp}", "--overwrite"],
+     r"holds 1 file\(s\) that data synth did not write \(e.g. .*file\): refused, nothing there is touched"),
+    ("data synth: --out is a file", ["data", "synth", "--out", "{file}"],
+     r"file is a file, not a folder \(--out must be a folder\)"),
+    ("data synth: one point per shape", ["data", "synth", "--out", "{tmp}/s", "--num-points", "1"],
+     r"num_points must be an int >= 2 \(one point cannot be centred and scaled into the unit sphere\)"),
+    ("data synth: zero shapes per class", ["data", "synth", "--out", "{tmp}/s", "--train-per-class", "0"],
+     r"train_per_class must be an int >= 1, got 0"),
+    ("data synth: no generating process", ["data", "synth", "--out", "{tmp}/s", "--workers", "0"],
+     r"workers must be an int >= 1, got 0"),
 ]
 
 
