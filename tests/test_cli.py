@@ -47,7 +47,7 @@ def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
 
 
 def test_helpful_errors(tmp_path, capsys):
-    assert main(["train", "demo", f"data.root={tmp_path / 'nothing'}"]) == 2
+    assert main(["train", "demo", f"data.root={tmp_path / 'nothing'}", f"log.out_dir={tmp_path / 'run'}"]) == 2
     err = capsys.readouterr().err
     assert "no ModelNet layout found" in err and "pointabstract data synth (writes datasets/synthetic)" in err
     assert f"--out {tmp_path / 'nothing'}" not in err  # never a hint to write into the user's folder
@@ -198,8 +198,10 @@ def test_an_interrupted_training_says_what_is_kept_and_how_to_continue(tiny_synt
     out = tmp_path / "run #1"
     args = ["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "data.num_points=48",
             "data.workers=0", "optim.epochs=50", "log.tensorboard=false", "data.batch_size=4", *TINY_MODEL]
+    # a job started in the background of a non-interactive shell inherits SIGINT ignored: restore it
     proc = subprocess.Popen([sys.executable, "-m", "pointabstract.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in proc.stdout:  # wait for the first finished epoch
         if line.startswith("epoch 1/"):
             break
