@@ -100,10 +100,8 @@ def remove_stale_temporaries(out: str | Path) -> list[Path]:
 
 def _describe_checkpoint(path: Path) -> str:
     """``last.pt (epoch 3 of 5, model 'demo')``, or why it cannot be read (never raises)."""
-    from .checkpoint import load_checkpoint as _load
-
     try:
-        ckpt = _load(path)
+        ckpt = load_checkpoint(path)
         total = ckpt["config"].get("optim.epochs", "?")
         return f"{path.name} (epoch {ckpt['epoch']} of {total}, model '{ckpt.get('model_name', '?')}')"
     except (OSError, ValueError) as err:
