@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
@@ -107,9 +108,16 @@ class CentroidTransformer(nn.Module):
         if not self.cfg.embed_k:
             return self.embed(point)
         _, idx = knn(pos.detach(), pos.detach(), min(self.cfg.embed_k, pos.shape[1]))
-        rel = gather_points(pos, idx) - pos.unsqueeze(2)  # (B, N, K, 3)
-        edge = torch.cat([rel, point.unsqueeze(2).expand(-1, -1, idx.shape[2], -1)], -1)
-        return self.embed(edge).max(2).values
+        # The first layer on an edge, W (p_j - p_i) + V x_i + c, is (W p)_j + ((V - W) p_i + c),
+        # with W its xyz columns and V (the rest) its point columns: applied to the N points and
+        # gathered, instead of to the N K edges (the same values; the largest single cost of the demo step).
+        first = self.embed[0][0]
+        rel_w, point_w = first.weight[:, :3], first.weight[:, 3:]
+        own = F.linear(point, point_w - F.pad(rel_w, (0, point_w.shape[1] - 3)), first.bias)  # (B, N, C0)
+        edge = gather_points(pos @ rel_w.t(), idx) + own.unsqueeze(2)  # (B, N, K, C0)
+        for layer in [*self.embed[0]][1:] + [*self.embed][1:]:  # the MLP's other layers, norm, act
+            edge = layer(edge)
+        return edge.max(2).values
 
     def forward(self, pos: torch.Tensor, *, features: torch.Tensor | None = None,
                 return_features: bool = False) -> dict:

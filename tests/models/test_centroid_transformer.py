@@ -72,3 +72,31 @@ def test_forward_names_its_own_inputs(bad, error, match):
 def test_bad_configs_name_the_field(cfg, match):
     with pytest.raises(ValueError, match=match):
         build_model("centroid_transformer", tiny=True, **cfg)
+
+
+def _embed_literal(model, pos, features=None):
+    """The point embedding as written: the MLP applied to every (neighbour - point, point) edge."""
+    from pointabstract.ops import gather_points, knn
+
+    point = pos if features is None else torch.cat([pos, features], -1)
+    _, idx = knn(pos, pos, min(model.cfg.embed_k, pos.shape[1]))
+    rel = gather_points(pos, idx) - pos.unsqueeze(2)
+    edge = torch.cat([rel, point.unsqueeze(2).expand(-1, -1, idx.shape[2], -1)], -1)
+    return model.embed(edge).max(2).values
+
+
+@pytest.mark.parametrize("in_channels, norm", [(0, "batch"), (3, "batch"), (0, "layer")])
+def test_embedding_equals_the_edge_mlp_it_factorises(in_channels, norm):
+    """The first linear layer is applied per point and gathered per edge (W (p_j - p_i) + V x_i =
+    (W p)_j + ((V - W) p)_i): the same values and gradients as the MLP on every edge."""
+    torch.manual_seed(0)
+    model = build_model("centroid_transformer", **TINY, in_channels=in_channels, norm=norm).double().train()
+    pos = torch.rand(3, 40, 3, dtype=torch.float64, requires_grad=True)
+    features = torch.randn(3, 40, in_channels, dtype=torch.float64) if in_channels else None
+    fast = model.embed_points(pos, features)
+    fast_grads = torch.autograd.grad(fast.square().sum(), [pos, *model.embed.parameters()])
+    slow = _embed_literal(model, pos, features)
+    slow_grads = torch.autograd.grad(slow.square().sum(), [pos, *model.embed.parameters()])
+    torch.testing.assert_close(fast, slow, rtol=1e-10, atol=1e-10)
+    for a, b in zip(fast_grads, slow_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)

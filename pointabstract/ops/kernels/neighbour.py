@@ -23,35 +23,44 @@ _CHUNK = 64
 @njit(cache=True, boundscheck=False)
 def _dot_rows(q, kv, idx, out, b, m0, m1):
     heads, dim = q.shape[2], q.shape[3]
+    kvb, qb, ib, ob = kv[b], q[b], idx[b], out[b]  # one cloud's views: no per-element 3-D indexing
     for m in range(m0, m1):
-        for k in range(idx.shape[2]):
-            row = idx[b, m, k]
+        for k in range(ib.shape[1]):
+            row = ib[m, k]
+            if row < 0:
+                for h in range(heads):
+                    ob[m, k, h] = 0
+                continue
+            krow = kvb[row]
             for h in range(heads):
-                s = q[b, m, h, 0] * 0
-                if row < 0:
-                    out[b, m, k, h] = s
-                    continue
+                qv = qb[m, h]
+                base = h * dim
+                s = qv[0] * 0
                 for d in range(dim):
-                    s += q[b, m, h, d] * kv[b, row, h * dim + d]
-                out[b, m, k, h] = s
+                    s += qv[d] * krow[base + d]
+                ob[m, k, h] = s
 
 
 @njit(cache=True, boundscheck=False)
 def _sum_rows(w, kv, idx, out, b, m0, m1, offset):
     heads, dim = out.shape[2], out.shape[3]
+    kvb, wb, ib, ob = kv[b], w[b], idx[b], out[b]
     for m in range(m0, m1):
+        om = ob[m]
         for h in range(heads):
             for d in range(dim):
-                out[b, m, h, d] = 0
-        for k in range(idx.shape[2]):
-            row = idx[b, m, k]
+                om[h, d] = 0
+        for k in range(ib.shape[1]):
+            row = ib[m, k]
             if row < 0:
                 continue
+            vrow = kvb[row]
             for h in range(heads):
-                wk = w[b, m, k, h]
+                wk = wb[m, k, h]
+                oh = om[h]
                 base = offset + h * dim
                 for d in range(dim):
-                    out[b, m, h, d] += wk * kv[b, row, base + d]
+                    oh[d] += wk * vrow[base + d]
 
 
 @njit(cache=True, parallel=True)
@@ -80,17 +89,20 @@ def dot_backward(grad, q, kv, idx, grad_q, grad_kv):
     for i in prange(batch * heads):
         b, h = i // heads, i % heads
         base = h * dim
+        kvb, gkvb, qb, gqb, ib, gb = kv[b], grad_kv[b], q[b], grad_q[b], idx[b], grad[b]
         for m in range(m_count):
+            qv, gq = qb[m, h], gqb[m, h]
             for d in range(dim):
-                grad_q[b, m, h, d] = 0
-            for k in range(idx.shape[2]):
-                row = idx[b, m, k]
+                gq[d] = 0
+            for k in range(ib.shape[1]):
+                row = ib[m, k]
                 if row < 0:
                     continue
-                g = grad[b, m, k, h]
+                g = gb[m, k, h]
+                krow, grow = kvb[row, base:base + dim], gkvb[row, base:base + dim]
                 for d in range(dim):
-                    grad_q[b, m, h, d] += g * kv[b, row, base + d]
-                    grad_kv[b, row, base + d] += g * q[b, m, h, d]
+                    gq[d] += g * krow[d]
+                    grow[d] += g * qv[d]
 
 
 @njit(cache=True, parallel=True)
@@ -101,18 +113,21 @@ def sum_backward(grad, w, kv, idx, grad_w, grad_kv):
     for i in prange(batch * heads):
         b, h = i // heads, i % heads
         base = offset + h * dim
+        kvb, gkvb, wb, gwb, ib, gb = kv[b], grad_kv[b], w[b], grad_w[b], idx[b], grad[b]
         for m in range(m_count):
-            for k in range(idx.shape[2]):
-                row = idx[b, m, k]
-                s = grad[b, m, h, 0] * 0
+            go = gb[m, h]
+            for k in range(ib.shape[1]):
+                row = ib[m, k]
                 if row < 0:
-                    grad_w[b, m, k, h] = s
+                    gwb[m, k, h] = 0
                     continue
-                wk = w[b, m, k, h]
+                wk = wb[m, k, h]
+                vrow, grow = kvb[row, base:base + dim], gkvb[row, base:base + dim]
+                s = go[0] * 0
                 for d in range(dim):
-                    s += grad[b, m, h, d] * kv[b, row, base + d]
-                    grad_kv[b, row, base + d] += wk * grad[b, m, h, d]
-                grad_w[b, m, k, h] = s
+                    s += go[d] * vrow[d]
+                    grow[d] += wk * go[d]
+                gwb[m, k, h] = s
 
 
 # Serial twins for one-thread contexts (see kernels.run); compiled on demand, not cached, so
