@@ -89,22 +89,22 @@ def resolve(op: str, backend: str, device: torch.device, *, channels: int = 3) -
 @functools.lru_cache(maxsize=256)
 def _resolve(op: str, backend: str, device_type: str, xyz: bool) -> str:
     known = _OP_BACKENDS[op]
-    usable = [b for b in known if is_available(b)
-              and (device_type == "cpu" or b not in _CPU_ONLY or (op, b) in _HOST_ROUND_TRIP)
-              and (xyz or b in _ANY_CHANNELS.get(op, ()))]
-    if backend == "auto":
+
+    def usable(b: str) -> bool:  # availability last: it imports the library (open3d: seconds)
+        return ((device_type == "cpu" or b not in _CPU_ONLY or (op, b) in _HOST_ROUND_TRIP)
+                and (xyz or b in _ANY_CHANNELS.get(op, ())) and is_available(b))
+
+    if backend == "auto":  # the first usable entry; later ones are never imported
         kind = "cpu" if device_type == "cpu" else "cuda"
-        for name in _AUTO[(op, kind)]:
-            if name in usable:
-                return name
-        return "torch"
+        return next((name for name in _AUTO[(op, kind)] if usable(name)), "torch")
     if backend not in known:
         raise ValueError(f"backend must be 'auto' or one of {list(known)} for {op}, got {backend!r}")
-    if backend not in usable:
+    if not usable(backend):
         reason = ("is not installed" if not is_available(backend)
                   else f"does not run on {device_type}" if backend in _CPU_ONLY and device_type != "cpu"
                   else "supports only 3 channels")
-        raise ValueError(f"backend {backend!r} {reason}; available for {op} here: {usable}")
+        raise ValueError(f"backend {backend!r} {reason}; available for {op} here: "
+                         f"{[b for b in known if usable(b)]}")
     return backend
 
 

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -63,3 +66,14 @@ def test_single_thread_runs_the_serial_kernels():
         torch.set_num_threads(threads)
     assert torch.equal(got[1], want[1]) and torch.equal(got[0], want[0])
     assert torch.equal(i, ball_query(pos, pos, 0.2, 8)[1])
+
+
+def test_auto_imports_only_the_backend_it_picks():
+    """backend="auto" stops at the first usable library: a process that only calls the ops never
+    pays for importing the later ones (open3d alone took seconds per CLI command)."""
+    code = ("import sys, torch\nfrom pointabstract.ops import ball_query, farthest_point_sample, knn\n"
+            "x = torch.rand(1, 20, 3)\nknn(x, x, 4); farthest_point_sample(x, 5); ball_query(x, x, 0.5, 4)\n"
+            "print(sorted(m for m in ('open3d', 'scipy.spatial', 'pykdtree.kdtree', 'fpsample') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
