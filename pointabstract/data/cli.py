@@ -196,7 +196,8 @@ def _synth(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> int:
     from .datasets.modelnet import detect_layout
-    from .datasets.off import find_meshes, prepare_off_cache
+    from .datasets.off import find_meshes
+    from .datasets.off_cache import prepare_off_cache
 
     _, folder = detect_layout(args.root, layout="off", off_folders=("ModelNet40", "ModelNet10"))
     classes = MODELNET10 if folder.name == "ModelNet10" else MODELNET40

@@ -12,15 +12,10 @@ import torch
 from pointabstract.data import collate
 from pointabstract.data.synthetic import generate
 from pointabstract.engine.config import DataConfig
+from pointabstract.engine.metrics import capsule_purity, capsule_purity_naive, reconstruction_scores
 from pointabstract.engine.precise_bn import recalibrate_batchnorm
 from pointabstract.engine.tasks.base import MissingDatasetError
-from pointabstract.engine.tasks.reconstruction import (
-    ReconstructionSettings,
-    ReconstructionTask,
-    capsule_purity,
-    capsule_purity_naive,
-    reconstruction_scores,
-)
+from pointabstract.engine.tasks.reconstruction import ReconstructionSettings, ReconstructionTask
 from pointabstract.models.capsule_autoencoder import SPECS, CapsuleAutoencoder
 from pointabstract.ops import chamfer_distance
 

@@ -7,7 +7,8 @@ module                 what
 ``modelnet``           ModelNet40 / ModelNet10 (HDF5, resampled, OFF) + point sampling
 ``shapenet_part``      ShapeNetPart part segmentation (normal, v0, HDF5)
 ``shapenet_core``      ShapeNetCore point clouds for reconstruction (PLY or a ShapeNetPart layout)
-``off`` / ``ply``      mesh (OFF) and point-cloud (PLY) readers, the OFF -> HDF5 cache
+``off`` / ``ply``      mesh (OFF) and point-cloud (PLY) readers
+``off_cache``          the OFF -> HDF5 point cache (every mesh sampled once)
 ``checksums``          archive md5s and the array checks every reader shares
 =====================  ==========================================================
 """
@@ -16,7 +17,8 @@ from .base import SAMPLE_KEYS, LayoutNotFoundError, PointDataset, sample_rng
 from .checksums import ARCHIVES, file_md5, verify_md5
 from .modelnet import LAYOUTS as MODELNET_LAYOUTS
 from .modelnet import ModelNet10, ModelNet40, detect_layout, point_indices
-from .off import prepare_off_cache, read_off, write_off
+from .off import read_off, write_off
+from .off_cache import prepare_off_cache
 from .ply import read_ply_points
 from .shapenet_core import ShapeNetCore
 from .shapenet_part import ShapeNetPart, detect_part_layout

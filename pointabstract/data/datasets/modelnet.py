@@ -5,9 +5,11 @@ Layouts (detected under ``root`` itself, or under its subfolder with the standar
 - ``"hdf5"``: PointNet's ``modelnet40_ply_hdf5_2048/`` (2,048 points per shape, y up).
 - ``"resampled"``: PointNet++'s ``modelnet40_normal_resampled/`` (10,000 points + normals, y up).
 - ``"off"``: the original ``ModelNet40/`` meshes (z up, each in its own units), sampled once
-  into an HDF5 cache by :func:`pointabstract.data.datasets.off.prepare_off_cache`.
+  into an HDF5 cache by :func:`pointabstract.data.datasets.off_cache.prepare_off_cache`.
 
-:func:`point_indices` (the ``sampling`` argument) is shared with the ShapeNet loaders.
+The ``sampling`` argument is :func:`~pointabstract.data.datasets.sampling.point_indices`, shared
+with the ShapeNet loaders (re-exported here with ``SAMPLINGS``, ``list_folder`` and ``read_names``,
+where they were first defined).
 """
 
 from __future__ import annotations
@@ -20,95 +22,16 @@ import numpy as np
 from ..categories import MODELNET10, MODELNET40
 from .base import LayoutNotFoundError, PointDataset
 from .checksums import check_columns, check_finite, check_whole, read_h5
-from .off import find_meshes, prepare_off_cache, sample_mesh
+from .folders import list_folder, read_names
+from .off import find_meshes, sample_mesh
+from .off_cache import prepare_off_cache
+from .sampling import SAMPLINGS, check_sampling, point_indices
 
 __all__ = ["LAYOUTS", "SAMPLINGS", "ModelNet10", "ModelNet40", "detect_layout", "list_folder",
            "point_indices", "read_names"]
 
 LAYOUTS = ("hdf5", "resampled", "off")
-SAMPLINGS = ("first", "random", "fps")
 _SPLITS = ("train", "test")
-
-
-def check_sampling(sampling: str, num_points: int | None = None, undersized: str = "error") -> None:
-    """Validate the arguments every loader passes on to :func:`point_indices`."""
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    if num_points is not None and (not isinstance(num_points, int) or num_points < 1):
-        raise ValueError(f"num_points must be a positive int or None, got {num_points!r}")
-    if undersized not in ("error", "repeat"):
-        raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
-
-
-def point_indices(n: int, num_points: int | None, *, sampling: str = "first",
-                  rng: np.random.Generator | None = None, pos: np.ndarray | None = None,
-                  source: str = "sample", undersized: str = "error") -> np.ndarray:
-    """Indices of ``num_points`` of ``n`` stored points.
-
-    Args:
-        n: number of stored points N.
-        num_points: M <= N points to keep; None keeps all N in their stored order.
-        sampling: ``"first"`` (the first M, deterministic), ``"random"`` (uniformly without
-            replacement, drawn with ``rng``) or ``"fps"`` (farthest point sampling from point 0,
-            deterministic; needs ``pos``).
-        rng: the sample's generator (for ``"random"`` and ``undersized="repeat"``).
-        pos: (N, 3) coordinates, for ``"fps"``.
-        source: the file / sample named in the error raised when N < M.
-        undersized: when N < M, ``"error"`` raises, ``"repeat"`` returns all N points in a
-            random order followed by M - N of them drawn again uniformly (with ``rng``).
-
-    Returns:
-        idx: (M,) int64; ``idx[j]`` indexes the stored points; no index repeats unless N < M
-        and ``undersized="repeat"``.
-    """
-    check_sampling(sampling, undersized=undersized)
-    if rng is None and (sampling == "random" or undersized == "repeat"):
-        raise ValueError(f"rng is needed for sampling={sampling!r} / undersized={undersized!r}")
-    if sampling == "fps" and pos is None:
-        raise ValueError("pos (N, 3) is needed for sampling='fps'")
-    if num_points is None:
-        return np.arange(n)
-    if n < num_points:
-        if undersized == "repeat" and n > 0:
-            return np.concatenate([rng.permutation(n), rng.integers(0, n, num_points - n)])
-        raise ValueError(f"{source}: has {n} points, fewer than num_points={num_points} (points "
-                         "are repeated only with undersized='repeat'; or lower num_points)")
-    if sampling == "first":
-        return np.arange(num_points)
-    if sampling == "fps":
-        import torch
-
-        from ...ops import farthest_point_sample
-
-        cloud = torch.from_numpy(np.ascontiguousarray(pos, dtype=np.float32))[None]
-        return farthest_point_sample(cloud, num_points)[0].numpy()
-    return rng.choice(n, size=num_points, replace=False)  # "random"
-
-
-def list_folder(path: Path, limit: int = 20) -> str:
-    """A short listing of a folder for error messages (``a/, b.txt, ... and 3 more``)."""
-    if not path.is_dir():
-        return "(it does not exist)" if not path.exists() else "(it is a file, not a folder)"
-    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
-    if not entries:
-        return "(empty)"
-    more = f", ... and {len(entries) - limit} more" if len(entries) > limit else ""
-    return ", ".join(entries[:limit]) + more
-
-
-def read_names(path: Path) -> list[str]:
-    """Non-blank stripped lines of a list file; an error names the file when it is unusable."""
-    if not path.is_file():
-        raise ValueError(f"{path}: file not found (in {list_folder(path.parent)})")
-    names = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-    if not names:
-        raise ValueError(f"{path}: empty list")
-    seen = set()
-    for number, name in enumerate(names, start=1):
-        if name in seen:
-            raise ValueError(f"{path}: {name!r} listed twice (entry {number})")
-        seen.add(name)
-    return names
 
 
 def _h5_files(folder: Path) -> list[Path]:
@@ -194,7 +117,7 @@ class ModelNet40(PointDataset):
         use_normals: also return ``"normal"`` (the layout must have normals).
         layout: force ``"hdf5"``, ``"resampled"`` or ``"off"`` instead of detecting.
         mesh_points: points sampled per mesh into the OFF cache (with ``seed``; area-weighted,
-            face normals; see :func:`~pointabstract.data.datasets.off.prepare_off_cache`).
+            face normals; see :func:`~pointabstract.data.datasets.off_cache.prepare_off_cache`).
         cache_dir: where the OFF cache is written (default: the mesh folder).
         resample_meshes: OFF layout only: sample every mesh afresh at each access (with the
             sample's generator, so per epoch) instead of reading the cache. Slow.

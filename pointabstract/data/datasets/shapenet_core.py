@@ -8,8 +8,9 @@ import numpy as np
 
 from ..categories import SHAPENET_CORE, SHAPENET_CORE13, SHAPENET_PART, resolve_categories
 from .base import LayoutNotFoundError, PointDataset
-from .modelnet import check_sampling, list_folder, point_indices
+from .folders import list_folder
 from .ply import read_ply_points
+from .sampling import check_sampling, point_indices
 from .shapenet_part import PART_LAYOUTS, ShapeNetPart, detect_part_layout
 
 __all__ = ["CORE_LAYOUTS", "ShapeNetCore", "find_ply_folder"]

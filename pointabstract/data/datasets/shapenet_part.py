@@ -11,7 +11,8 @@ import numpy as np
 from ..categories import SHAPENET_PART, resolve_categories, resolve_category
 from .base import LayoutNotFoundError, PointDataset
 from .checksums import check_columns, check_finite, check_whole, read_h5
-from .modelnet import check_sampling, list_folder, point_indices
+from .folders import list_folder
+from .sampling import check_sampling, point_indices
 
 __all__ = ["PART_LAYOUTS", "PART_SPLITS", "ShapeNetPart", "detect_part_layout"]
 
@@ -128,7 +129,7 @@ class ShapeNetPart(PointDataset):
         categories: None (all 16) or names (any case) / synsets / indices to keep.
         num_points: N points per sample; None keeps every stored point (N varies).
         sampling: ``"random"`` (default: the stored order is not random), ``"first"`` or
-            ``"fps"`` (see :func:`~pointabstract.data.datasets.modelnet.point_indices`).
+            ``"fps"`` (see :func:`~pointabstract.data.datasets.sampling.point_indices`).
         transform: ``(sample, rng) -> sample`` applied after loading.
         seed: base seed of the per-sample generators.
         use_normals: also return ``"normal"`` (normal layout, or HDF5 files with ``normal``).

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from pointabstract.data.categories import MODELNET40
-from pointabstract.data.datasets.off import find_meshes, prepare_off_cache, read_off, sample_mesh, write_off
+from pointabstract.data.datasets.off import find_meshes, read_off, sample_mesh, write_off
+from pointabstract.data.datasets.off_cache import prepare_off_cache
 from pointabstract.data.synthetic.surface import sample_surface
 
 SQUARE = "4 1 0\n0 0 0\n1 0 0\n1 1 0\n0 1 0\n4 0 1 2 3\n"
