@@ -13,7 +13,6 @@ version of them. Coordinates follow the synthetic set's convention: **y is up**.
 from __future__ import annotations
 
 import numpy as np
-import trimesh.creation as tc
 
 __all__ = [
     "Mesh",
@@ -32,6 +31,14 @@ __all__ = [
     "torus",
     "tube",
 ]
+
+
+def _creation():
+    """``trimesh.creation``, imported on first use: every training command imports this package
+    (the OFF loader samples with it) and trimesh with scipy costs about 2 s to import."""
+    import trimesh.creation
+
+    return trimesh.creation
 
 Mesh = tuple[np.ndarray, np.ndarray]
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -80,37 +87,38 @@ def _tm(mesh) -> Mesh:
 
 def box(size, *, center=(0.0, 0.0, 0.0), rotation: np.ndarray | None = None) -> Mesh:
     """Box of extents ``size`` (3,), rotated about its centre, centred at ``center``."""
-    return place(_tm(tc.box(extents=size)), rotation=rotation, offset=center)
+    return place(_tm(_creation().box(extents=size)), rotation=rotation, offset=center)
 
 
 def rod(p0, p1, radius: float, *, sections: int = 12) -> Mesh:
     """Closed cylinder of ``radius`` whose axis runs from point ``p0`` to point ``p1``."""
-    return _tm(tc.cylinder(radius=radius, segment=np.array([p0, p1], dtype=float), sections=sections))
+    segment = np.array([p0, p1], dtype=float)
+    return _tm(_creation().cylinder(radius=radius, segment=segment, sections=sections))
 
 
 def cone(p0, p1, radius: float, *, sections: int = 16) -> Mesh:
     """Closed cone: base disc of ``radius`` centred at ``p0``, apex at ``p1``."""
     p0, p1 = np.asarray(p0, float), np.asarray(p1, float)
-    mesh = _tm(tc.cone(radius=radius, height=np.linalg.norm(p1 - p0), sections=sections))
+    mesh = _tm(_creation().cone(radius=radius, height=np.linalg.norm(p1 - p0), sections=sections))
     return place(mesh, rotation=_frame_from_z(p1 - p0), offset=p0)
 
 
 def capsule(p0, p1, radius: float, *, count: int = 10) -> Mesh:
     """Cylinder with hemispherical ends of ``radius`` whose end centres are ``p0`` and ``p1``."""
     p0, p1 = np.asarray(p0, float), np.asarray(p1, float)
-    mesh = _tm(tc.capsule(height=np.linalg.norm(p1 - p0), radius=radius, count=[count, count]))
+    mesh = _tm(_creation().capsule(height=np.linalg.norm(p1 - p0), radius=radius, count=[count, count]))
     return place(mesh, rotation=_frame_from_z(p1 - p0), offset=(p0 + p1) / 2)
 
 
 def ellipsoid(center, radii, *, subdivisions: int = 2) -> Mesh:
     """Ellipsoid with semi-axes ``radii`` (3,) along x, y, z centred at ``center``."""
-    return place(_tm(tc.icosphere(subdivisions=subdivisions)), scale=radii, offset=center)
+    return place(_tm(_creation().icosphere(subdivisions=subdivisions)), scale=radii, offset=center)
 
 
 def torus(center, major: float, minor: float, *, axis="y", sections: int = 24) -> Mesh:
     """Closed torus around ``axis`` (a name or a (3,) vector) through ``center``."""
     direction = np.eye(3)[_AXES[axis]] if isinstance(axis, str) else np.asarray(axis, float)
-    mesh = _tm(tc.torus(major, minor, major_sections=sections, minor_sections=max(6, sections // 3)))
+    mesh = _tm(_creation().torus(major, minor, major_sections=sections, minor_sections=max(6, sections // 3)))
     return place(mesh, rotation=_frame_from_z(direction), offset=center)
 
 
