@@ -1,6 +1,7 @@
 # The README's two commands: `make demo` and `make test`. Each does the whole set-up on a
 # fresh machine (a .venv, the CPU build of torch first, the package with its extras, the
-# Debian libraries Open3D needs when running as root) and skips it when it is already done.
+# Debian libraries Open3D needs when running as root, the compiled kernels) and skips it when it
+# is already done.
 
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
@@ -19,6 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[all,dev]"
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pointabstract.ops.kernels.warm
 	@rm -f $(VENV)/.setup-*
 	@touch $@
 

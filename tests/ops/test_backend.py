@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -77,3 +78,16 @@ def test_auto_imports_only_the_backend_it_picks():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_set_up_compiles_every_cached_kernel(tmp_path):
+    """The Makefile's set-up step (`python -m pointabstract.ops.kernels.warm`) leaves no kernel
+    to compile in the first real command (a fresh numba cache folder stands for a fresh clone)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "OMP_WAIT_POLICY": "PASSIVE"}
+    check = [sys.executable, "-c", "from pointabstract.cli import uncompiled_kernels; print(uncompiled_kernels())"]
+    before = subprocess.run(check, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert before != "[]"  # the check sees an empty cache
+    subprocess.run([sys.executable, "-m", "pointabstract.ops.kernels.warm"], env=env, check=True,
+                   capture_output=True)
+    assert subprocess.run(check, env=env, capture_output=True, text=True, check=True).stdout.strip() == "[]"
