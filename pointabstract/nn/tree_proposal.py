@@ -75,7 +75,7 @@ class TreeProposal(nn.Module):
         safe = idx.clamp(min=0)  # padding reads row 0 and gets weight 0
         kv, hid = self._keys(src, src_pos)  # (B, T, 2C), (B, T, P)
         q, hid_q = self._queries(x, pos)  # (B, S, H, D), (B, S, P)
-        bias = self._bias(take_rows(hid, safe) - hid_q.unsqueeze(2))  # (B, S, K, H)
+        bias = self._bias(take_rows(hid, safe), hid_q.unsqueeze(2))  # (B, S, K, H)
         fused = _fused_ok(q, kv)  # CPU: compiled neighbour products, no (B, S, K, C) tensor
         if fused:
             dots = _NeighbourDot.apply(q, kv, safe)  # (B, S, K, H)
@@ -115,7 +115,7 @@ class TreeProposal(nn.Module):
             mask = mask & (keys.unsqueeze(2) != members.unsqueeze(3))
         kv, hid = self._keys(src, src_pos)
         q, hid_q = self._queries(x, pos)
-        bias = self._bias(take_rows(hid, keys).unsqueeze(2) - take_rows(hid_q, members).unsqueeze(3))
+        bias = self._bias(take_rows(hid, keys).unsqueeze(2), take_rows(hid_q, members).unsqueeze(3))
         q = take_rows(q.reshape(batch, size, channels), members).view(batch, groups, per, heads, width)
         key, value = take_rows(kv, keys).view(batch, groups, count, 2, heads, width).transpose(2, 4).unbind(3)
         dots = (q.transpose(2, 3) @ key.transpose(3, 4)).permute(0, 1, 3, 4, 2)  # (B, G, Q, K, H)
@@ -142,9 +142,12 @@ class TreeProposal(nn.Module):
         q = self.q(x)
         return q.view(*q.shape[:2], self.heads, -1), F.linear(pos, self.pos_bias[0].weight)
 
-    def _bias(self, diff):
-        """(..., P) first-layer differences ``W (p_key - p_query)`` -> (..., H) logit bias."""
-        return self.pos_bias[2](torch.relu(diff + self.pos_bias[0].bias))
+    def _bias(self, key, query):
+        """First-layer terms ``W p_key`` and ``W p_query`` (..., P), broadcast against each other,
+        -> (..., H) logit bias of ``W (p_key - p_query)``. The query term is negated before it is
+        broadcast (with the layer's bias added), so the backward pass reduces the pair gradient
+        instead of first negating all of it."""
+        return self.pos_bias[2](torch.relu(key + (self.pos_bias[0].bias - query)))
 
     def _output(self, out, total, pos):
         """(B, S, H, D) weighted values, (B, S, H) weight sums (1, or 0 without keys) ->
