@@ -126,8 +126,9 @@ class PrimaryPointCapsules(nn.Module):
         out = []
         for d0 in range(0, self.caps_dim, self.chunk):
             w = self.weight[d0:d0 + self.chunk] * sign[d0:d0 + self.chunk, :, None]  # (d, P, C)
-            z = torch.einsum("bnc,dpc->bdpn", h, w)  # (B, d, P, N): one chunk only
-            out.append(z.argmax(-1))
+            # (d P, C) @ (B, C, N): N contiguous, so the argmax reads rows, not strided columns
+            z = torch.matmul(w.reshape(-1, w.shape[-1]), h.transpose(1, 2))  # (B, d P, N): one chunk
+            out.append(z.view(h.shape[0], w.shape[0], w.shape[1], -1).argmax(-1))
         return torch.cat(out, 1)
 
     def batch_moments(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
