@@ -21,6 +21,7 @@ from torch import nn
 
 from ..nn.capsules import PrimaryPointCapsules
 from ..nn.routing import ROUTINGS, build_routing
+from ..ops import _validate as V
 from .spec import ModelSpec
 
 __all__ = ["SPECS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "PatchDecoder", "fixed_grid"]
@@ -109,15 +110,12 @@ class PatchDecoder(nn.Module):
 
 
 def _check_pos(pos) -> None:
-    if not isinstance(pos, torch.Tensor) or not pos.is_floating_point():
-        raise TypeError(f"pos must be a floating-point tensor, got {type(pos).__name__} "
-                        f"{getattr(pos, 'dtype', '')}")
-    if pos.dim() != 3 or pos.shape[-1] != 3:
-        raise ValueError(f"pos must have shape (B, N, 3), got {tuple(pos.shape)}")
+    """(B, N, 3) floating point, B >= 1, N >= MIN_POINTS, finite (an empty batch would fail deep
+    inside the routing's reshapes)."""
+    V.check_cloud("pos", pos, finite=False)
     if pos.shape[1] < MIN_POINTS:
         raise ValueError(f"pos must hold at least {MIN_POINTS} points per cloud, got N = {pos.shape[1]}")
-    if not torch.isfinite(pos).all():
-        raise ValueError("pos contains NaN or Inf values")
+    V.finite_extent("pos", pos)
 
 
 class CapsuleAutoencoder(nn.Module):

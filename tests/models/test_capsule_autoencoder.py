@@ -112,7 +112,7 @@ def test_bad_input_names_pos():
     model = _tiny("capsule_ae_demo_dr")
     with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\), got \(2, 40, 2\)"):
         model(torch.rand(2, 40, 2))
-    with pytest.raises(ValueError, match="pos contains NaN or Inf"):
+    with pytest.raises(ValueError, match=r"pos holds NaN or Inf values"):
         model(torch.full((2, 40, 3), float("nan")))
     with pytest.raises(ValueError, match="pos must hold at least 8 points per cloud, got N = 3"):
         model(torch.rand(2, 3, 3))
