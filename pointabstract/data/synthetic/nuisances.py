@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 __all__ = ["NUISANCES", "Nuisances", "apply_nuisances", "hidden_point_removal", "hidden_point_removal_naive",
            "normalise_unit_sphere"]
@@ -196,6 +195,8 @@ def apply_nuisances(pos: np.ndarray, normal: np.ndarray, part: np.ndarray, rng: 
         out_pos[where] = direction * rng.random((count, 1)) ** (1 / 3)
         out_normal[where] = rng.normal(size=(count, 3))
         out_normal[where] /= np.linalg.norm(out_normal[where], axis=1, keepdims=True)
+        from scipy.spatial import cKDTree  # here: importing the data package must not need scipy
+
         _, nearest = cKDTree(out_pos[inliers]).query(out_pos[where])
         out_part[where] = out_part[inliers[nearest]]
         source = source.copy()
