@@ -26,7 +26,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..data.transforms.base import Transform
 from ..nn.capsules import PrimaryPointCapsules
 from ..nn.routing import ROUTINGS, build_routing
 from ..ops import _validate as V
@@ -137,19 +136,25 @@ def _check_pos(pos) -> None:
     V.finite_extent("pos", pos)
 
 
-class DecoderNoiseSeed(Transform):
-    """Adds ``noise_seed``, an int in [0, 2^63), drawn from the sample's generator: the seed of
-    the decoder's training samples of this cloud (see the module docstring). The dataset seeds
-    the generator from (seed, epoch, index), so the value depends on nothing else; put it last
-    in a ``Compose`` so that it leaves the other transforms' draws unchanged."""
+class DecoderNoiseSeed:
+    """A transform adding ``noise_seed``, an int in [0, 2^63), drawn from the sample's
+    generator: the seed of the decoder's training samples of this cloud (module docstring).
+    The dataset seeds the generator from (seed, epoch, index), so the value depends on nothing
+    else; put it last in a ``Compose`` so that it leaves the other transforms' draws unchanged.
+    (A plain callable, not a :class:`~pointabstract.data.Transform`: the models import no data
+    code, which needs the ``data`` extra.)"""
 
-    random = True
+    random = True  # draws from the generator (Compose's protocol)
 
-    def _draw(self, sample: dict, rng: np.random.Generator) -> int:
-        return int(rng.integers(0, 2**63 - 1))
+    def __call__(self, sample: dict, rng: np.random.Generator) -> dict:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+        seed = int(rng.integers(0, 2**63 - 1))
+        out = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in sample.items()}
+        return {**out, "noise_seed": seed}
 
-    def _apply(self, sample: dict, params: int) -> dict:
-        return {**sample, "noise_seed": params}
+    def __repr__(self) -> str:
+        return "DecoderNoiseSeed()"
 
 
 def _check_noise_seed(noise_seed, batch: int) -> None:

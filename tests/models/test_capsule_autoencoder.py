@@ -103,6 +103,9 @@ def test_noise_seed_transform_draws_from_the_samples_generator():
     assert a["noise_seed"] == t(sample, np.random.default_rng(7))["noise_seed"]
     assert a["noise_seed"] != t(sample, np.random.default_rng(8))["noise_seed"]
     assert 0 <= a["noise_seed"] < 2**63 and "noise_seed" not in sample and repr(t) == "DecoderNoiseSeed()"
+    assert a["label"] == 2 and np.array_equal(a["pos"], sample["pos"]) and a["pos"] is not sample["pos"]
+    with pytest.raises(TypeError, match="rng must be a numpy Generator, got NoneType"):
+        t(sample, None)
 
 
 @pytest.mark.parametrize("decoders", [0, 1, 4])
