@@ -266,6 +266,27 @@ def _worker_message(text: str) -> str:
 OPTIONAL = {"yaml": "train", "matplotlib": "train", "tensorboard": "train", "PIL": "train",
             "h5py": "data", "trimesh": "data", "tqdm": "data", "open3d": "viz",
             "torch_geometric": "pyg", "scipy": "backends", "fpsample": "backends", "pykdtree": "backends"}
+# the extras each command needs (pyproject.toml); `train` includes `data`
+COMMAND_EXTRAS = {"train": ("train",), "eval": ("train",), "bench": ("train",), "view": ("viz", "train"),
+                  "data": ("data",)}
+_INCLUDED = {"train": ("train", "data")}
+
+
+def missing_dependency_message(err: ModuleNotFoundError, argv: list[str]) -> str | None:
+    """The ``error:`` line for an optional dependency missing under ``pointabstract <argv>``: the
+    command and the extras to install (the command's own, plus the module's extra when they do
+    not include it), e.g. ``pip install "pointabstract[train]"``; None for any other module."""
+    module = (err.name or "").split(".")[0]
+    extra = OPTIONAL.get(module)
+    if extra is None:
+        return None
+    command = next((a for a in argv if not a.startswith("-")), None)
+    extras = list(COMMAND_EXTRAS.get(command, ()))
+    if not any(extra in _INCLUDED.get(e, (e,)) for e in extras):
+        extras.append(extra)
+    who = f"pointabstract {command}" if command in COMMAND_EXTRAS else "this command"
+    return (f"error: {who} needs {module}, which is not installed (an optional dependency): "
+            f'pip install "pointabstract[{",".join(extras)}]"')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,11 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except ModuleNotFoundError as err:
-        extra = OPTIONAL.get((err.name or "").split(".")[0])
-        if extra is None:
+        message = missing_dependency_message(err, sys.argv[1:] if argv is None else argv)
+        if message is None:
             raise
-        print(f"error: this command needs {err.name}, an optional dependency: "
-              f"pip install 'pointabstract[{extra}]'", file=sys.stderr)
+        print(message, file=sys.stderr)
         return 2
 
 

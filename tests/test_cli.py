@@ -1,19 +1,24 @@
 """The `pointabstract` command end to end on a tiny synthetic set."""
 
 import json
+import os
 import re
 import shlex
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
+from pointabstract import cli
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
 from tests.engine.test_preflight import resampled_layout
 from tests.fixtures import TINY_MODEL
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +190,8 @@ def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "build_parser", no_yaml)
     assert cli.main(["train", "demo"]) == 2
-    assert capsys.readouterr().err == ("error: this command needs yaml, an optional dependency: "
-                                       "pip install 'pointabstract[train]'\n")
+    assert capsys.readouterr().err == ("error: pointabstract train needs yaml, which is not installed (an "
+                                       'optional dependency): pip install "pointabstract[train]"\n')
     monkeypatch.setattr(cli, "build_parser", lambda: (_ for _ in ()).throw(ModuleNotFoundError("x", name="not_ours")))
     with pytest.raises(ModuleNotFoundError):  # not an optional dependency: a real bug
         cli.main(["train", "demo"])
@@ -264,3 +269,62 @@ def test_a_worker_error_quoted_in_another_message_is_unwrapped_too(tmp_path):
     assert re.fullmatch(r"training stopped at epoch 1 \(.*bathtub_0001.txt: non-finite value \(NaN or Inf\) at "
                         r"line 3\); the last good checkpoint is last.pt", _one_line(own)), _one_line(own)
     assert _one_line(ValueError("Caught nothing here")) == "Caught nothing here"
+
+
+@pytest.mark.parametrize("argv, module, extras", [
+    (["train", "demo"], "h5py", "train"),  # train includes data: one extra to install
+    (["eval", "runs/demo/best.pt"], "matplotlib.pyplot", "train"),
+    (["bench", "ops"], "tqdm", "train"),
+    (["bench", "ops"], "scipy.spatial", "train,backends"),
+    (["view", "best.pt", "--png", "a.png"], "open3d", "viz,train"),
+    (["view", "best.pt", "--png", "a.png"], "h5py", "viz,train"),
+    (["data", "synth", "--level", "hard"], "h5py", "data"),
+    (["data", "synth", "--level", "hard"], "scipy", "data,backends"),
+    (["data", "info"], "yaml", "data,train"),
+    (["--help"], "h5py", "data")])
+def test_a_missing_dependency_names_the_extras_of_the_command(argv, module, extras):
+    from pointabstract import cli
+
+    err = ModuleNotFoundError(f"No module named {module!r}", name=module)
+    message = cli.missing_dependency_message(err, argv)
+    command = "this command" if argv[0].startswith("-") else f"pointabstract {argv[0]}"
+    assert message == (f"error: {command} needs {module.split('.')[0]}, which is not installed (an optional "
+                       f'dependency): pip install "pointabstract[{extras}]"')
+    assert cli.missing_dependency_message(ModuleNotFoundError("x", name="numpyy"), argv) is None
+
+
+_CORE_ONLY = """
+import contextlib, io, json, sys
+for name in {blocked!r}:
+    sys.modules[name] = None  # as on a core-only install: importing it raises ModuleNotFoundError
+from pointabstract.cli import main
+for argv in {commands!r}:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    print(json.dumps([code, err.getvalue()]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("blocked, expected", [
+    # core only: every command stops at its first missing module and names the extras to install
+    (list(cli.OPTIONAL), {"data": "data", "train": "train", "eval": "train", "bench": "train", "view": "viz,train"}),
+    # data installed, not train: the commands that need train say so
+    (["yaml", "matplotlib", "tensorboard", "PIL", "open3d"],
+     {"train": "train", "eval": "train", "bench": "train", "view": "viz,train"})])
+def test_each_command_on_a_partial_install_names_its_extras(tmp_path, blocked, expected):
+    commands = {"data": ["data", "info", str(tmp_path)],
+                "train": ["train", "demo", f"data.root={tmp_path}", f"log.out_dir={tmp_path / 'run'}"],
+                "eval": ["eval", str(tmp_path / "best.pt")],
+                "bench": ["bench", "ops", "--repeats", "1", "--out", str(tmp_path / "ops.md")],
+                "view": ["view", str(tmp_path / "best.pt"), "--png", str(tmp_path / "a.png")]}
+    script = _CORE_ONLY.format(blocked=blocked, commands=[commands[c] for c in expected])
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    for (command, extras), (code, err) in zip(expected.items(), rows, strict=True):
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (command, err)
+        assert err.startswith(f"error: pointabstract {command} needs "), (command, err)
+        assert err.endswith(f'pip install "pointabstract[{extras}]"\n'), (command, err)

@@ -101,6 +101,29 @@ def _run_folder(t):
     return t / "run"
 
 
+def _part_batch(n_part=64, category=(0, 0), part=0):
+    """A part-segmentation training step on a tiny model, with a batch of 2 shapes of 64 points."""
+    from pointabstract.engine.tasks import part_segmentation, task_class
+
+    cfg = load_config(None, ["model=sequoia_seg_demo"])
+    batch = {"pos": torch.rand(2, 64, 3), "category": torch.tensor(category),
+             "part": torch.full((2, n_part), part, dtype=torch.int64)}
+    assert task_class(cfg.task) is part_segmentation.PartSegmentationTask
+    return task_class(cfg.task)(cfg).step(build_model("sequoia_seg_demo", tiny=True), batch, "cpu")
+
+
+def _part_layout_missing_shape(tmp_path):
+    from tests.data.datasets.test_shapenet_part import write_normal
+
+    folder = write_normal(tmp_path)
+    next(folder.glob("*/m0.txt")).unlink()
+    return data.ShapeNetPart(tmp_path, "train")
+
+
+X10 = torch.rand(10, 3, generator=torch.Generator().manual_seed(1))
+UNSORTED = torch.tensor([0, 0, 1, 1, 0, 1, 1, 1, 1, 1])
+
+
 # (id, call(tmp_path), error type, message regex)
 ROWS = [
     # --- ops ---------------------------------------------------------------------------------
@@ -334,6 +357,95 @@ ROWS = [
     ("centroid routing: unknown init", lambda t: __import__("pointabstract.nn.routing", fromlist=["x"])
      .CentroidRouting(16, 4, 4, 8, init="fps"), ValueError,
      r"init must be one of \['linear', 'soft_average'\], got 'fps'"),
+    # --- issue 26: capsule models, part segmentation, ContextPool options, the PyG drop-ins ----
+    ("capsule_ae_demo_dr: fewer points than the minimum",
+     lambda t: build_model("capsule_ae_demo_dr", tiny=True)(torch.rand(2, 4, 3)), ValueError,
+     r"pos must hold at least 8 points per cloud, got N = 4"),
+    ("capsule_ae_demo_em: an Inf point",
+     lambda t: build_model("capsule_ae_demo_em", tiny=True)(P.index_put((torch.tensor([1]), torch.tensor([5])),
+                                                                        torch.tensor(float("inf")))),
+     ValueError, r"pos holds NaN or Inf values \(first at index \(1, 5, 0\)\)"),
+    ("capsule_ae_demo_dr: an empty batch",
+     lambda t: build_model("capsule_ae_demo_dr", tiny=True)(torch.rand(0, 64, 3)), ValueError,
+     r"pos must hold at least one cloud of at least one point, got \(0, 64, 3\)"),
+    ("capsule_ae_demo_ca: an empty batch in eval mode",
+     lambda t: build_model("capsule_ae_demo_ca", tiny=True).eval()(torch.rand(0, 64, 3)), ValueError,
+     r"pos must hold at least one cloud of at least one point, got \(0, 64, 3\)"),
+    ("PrimaryPointCapsules: an empty batch",
+     lambda t: __import__("pointabstract.nn.capsules", fromlist=["x"]).PrimaryPointCapsules(8, 4, hidden=(8,))(
+         torch.rand(0, 64, 3)), ValueError,
+     r"pos must hold at least one cloud of at least one point, got \(0, 64, 3\)"),
+    ("PrimaryPointCapsules: a NaN point",
+     lambda t: __import__("pointabstract.nn.capsules", fromlist=["x"]).PrimaryPointCapsules(8, 4, hidden=(8,))(
+         torch.full((1, 64, 3), float("nan"))), ValueError, r"pos holds NaN or Inf values \(first at index"),
+    ("part segmentation: a part id of another category", lambda t: _part_batch(part=10), ValueError,
+     r"part label 10 of shape 0 point 0 is not one of Airplane's parts \[0, 1, 2, 3\]"),
+    ("part segmentation: a part id beyond the 50 parts", lambda t: _part_batch(part=50), ValueError,
+     r"part label 50 of shape 0 point 0 is not one of Airplane's parts \[0, 1, 2, 3\]"),
+    ("part segmentation: a category index out of range", lambda t: _part_batch(category=(0, 16)), ValueError,
+     r"category must hold int64 ids in \[0, 16\), got \[0, 16\]"),
+    ("part segmentation: labels for fewer points than pos", lambda t: _part_batch(n_part=60), ValueError,
+     r"part must have shape \(B, N\) of pos = \(2, 64\), got \(2, 60\)"),
+    ("ShapeNetPart: a split file naming a missing shape", lambda t: _part_layout_missing_shape(t), ValueError,
+     r"shuffled_train_file_list.json: entry 1 'shape_data/03797390/m0': file .*m0.txt not found"),
+    ("ContextPool: k = 1", lambda t: ContextPool(8, k=1), ValueError, r"k must be >= 2, got 1"),
+    ("ContextPool: fractional k", lambda t: ContextPool(8, k=2.5), TypeError, r"k must be an int, got float 2.5"),
+    ("ContextPool: unknown weights", lambda t: ContextPool(8, weights="attention"), ValueError,
+     r"weights must be one of \['learned', 'uniform', 'nonlocal'\], got 'attention'"),
+    ("ContextPool: normalize as a string", lambda t: ContextPool(8, normalize="no"), TypeError,
+     r"normalize must be a bool, got str 'no'"),
+    ("ContextPool: unnormalised uniform weights", lambda t: ContextPool(8, weights="uniform", normalize=False),
+     ValueError, r"normalize=False needs learned or nonlocal weights .*got weights='uniform'"),
+    ("ContextPool: a window without the fixed locality", lambda t: ContextPool(8, window=3), ValueError,
+     r"window is only used with locality='fixed', got window=3 with locality='gaussian'"),
+    ("ContextPool: a window wider than k", lambda t: ContextPool(8, k=4, locality="fixed", window=5), ValueError,
+     r"window must be <= k = 4, got 5"),
+    ("ContextPool: NaN support scale", lambda t: ContextPool(8, r=float("nan")), ValueError,
+     r"r must be a finite number > 0, got nan"),
+    ("ContextPool: zero hidden channels", lambda t: ContextPool(8, hidden=0), ValueError,
+     r"hidden must be >= 1, got 0"),
+    ("ContextPool: an empty batch", lambda t: ContextPool(8, k=4)(torch.rand(0, 16, 8), torch.rand(0, 16, 3)),
+     ValueError, r"pos must hold at least one cloud of at least one point, got \(0, 16, 3\)"),
+    ("build_model: ContextPool k = 1 in the config",
+     lambda t: build_model("sequoia_seg", tiny=True, context_pool=True, context_pool_k=1), ValueError,
+     r"context_pool options \(model.context_pool_<name>\): k must be >= 2, got 1"),
+    ("pyg.fps: an empty cloud without channels", lambda t: pyg.fps(torch.rand(0, 0)), ValueError,
+     r"x must have shape \(N, C\) with C >= 1, got \(0, 0\)"),
+    ("pyg.fps: batch not sorted", lambda t: pyg.fps(X10, UNSORTED), ValueError,
+     r"batch must hold non-negative cloud ids sorted in ascending order"),
+    ("pyg.knn: empty nodes of no channels", lambda t: pyg.knn(torch.rand(0, 0), X10, 3), ValueError,
+     r"x must have shape \(N, C\) with C >= 1, got \(0, 0\)"),
+    ("pyg.knn: batch_x not sorted", lambda t: pyg.knn(X10, X10, 3, UNSORTED), ValueError,
+     r"batch_x must hold non-negative cloud ids sorted in ascending order"),
+    ("pyg.knn: batch_y of another length", lambda t: pyg.knn(X10, X10, 3, None, torch.zeros(9, dtype=torch.int64)),
+     ValueError, r"batch_y must have shape \(N,\) = \(10,\), got \(9,\)"),
+    ("pyg.knn: k = 0", lambda t: pyg.knn(X10, X10, 0), ValueError, r"k must be a positive int, got 0"),
+    ("pyg.knn: x and y of different widths", lambda t: pyg.knn(torch.rand(10, 2), X10, 3), ValueError,
+     r"x and y must share C, dtype and device, got x \(10, 2\)"),
+    ("pyg.knn: batch_size below the cloud ids",
+     lambda t: pyg.knn(X10, X10, 3, torch.tensor([0] * 5 + [1] * 5), batch_size=1), ValueError,
+     r"batch_size = 1 but the batch vectors hold cloud id 1"),
+    ("pyg.knn_graph: batch of another length", lambda t: pyg.knn_graph(X10, 3, torch.zeros(11, dtype=torch.int64)),
+     ValueError, r"batch must have shape \(N,\) = \(10,\), got \(11,\)"),
+    ("pyg.knn_graph: k as a float", lambda t: pyg.knn_graph(X10, 3.0), TypeError, r"k must be an int, got float"),
+    ("pyg.knn_graph: unknown flow", lambda t: pyg.knn_graph(X10, 3, flow="both"), ValueError,
+     r"flow must be one of \['source_to_target', 'target_to_source'\], got 'both'"),
+    ("pyg.radius: r = 0", lambda t: pyg.radius(X10, X10, 0), ValueError,
+     r"r must be a positive finite number, got 0"),
+    ("pyg.radius: NaN r", lambda t: pyg.radius(X10, X10, float("nan")), ValueError,
+     r"r must be a positive finite number, got nan"),
+    ("pyg.radius: max_num_neighbors = 0", lambda t: pyg.radius(X10, X10, 0.5, max_num_neighbors=0), ValueError,
+     r"max_num_neighbors must be a positive int, got 0"),
+    ("pyg.radius: NaN nodes", lambda t: pyg.radius(X10, X10 * float("nan"), 0.5), ValueError,
+     r"y holds NaN or Inf values"),
+    ("pyg.radius_graph: negative r", lambda t: pyg.radius_graph(X10, -1.0), ValueError,
+     r"r must be a positive finite number, got -1.0"),
+    ("pyg.radius_graph: max_num_neighbors = 0", lambda t: pyg.radius_graph(X10, 0.5, max_num_neighbors=0),
+     ValueError, r"max_num_neighbors must be a positive int, got 0"),
+    ("pyg.radius_graph: batch not sorted", lambda t: pyg.radius_graph(X10, 0.5, UNSORTED), ValueError,
+     r"batch must hold non-negative cloud ids sorted in ascending order"),
+    ("pyg.radius_graph: a float batch vector", lambda t: pyg.radius_graph(X10, 0.5, torch.zeros(10)), TypeError,
+     r"batch must be an integer tensor, got torch.float32"),
 ]
 
 CLI_ROWS = [
@@ -384,6 +496,23 @@ CLI_ROWS = [
      r"train_per_class must be an int >= 1, got 0"),
     ("data synth: no generating process", ["data", "synth", "--out", "{tmp}/s", "--workers", "0"],
      r"workers must be an int >= 1, got 0"),
+    ("data synth: a nuisance switch on the easy level", ["data", "synth", "--out", "{tmp}/s", "--no-noise"],
+     r"--no-noise applies to --level hard only \(the easy set has no nuisances\)"),
+    ("data synth: hard level, zero test shapes", ["data", "synth", "--level", "hard", "--out", "{tmp}/s",
+                                                   "--test-per-class", "0"],
+     r"test_per_class must be an int >= 1, got 0"),
+    ("data synth: hard level, one point per shape", ["data", "synth", "--level", "hard", "--out", "{tmp}/s",
+                                                      "--num-points", "1"],
+     r"num_points must be an int >= 2 \(one point cannot be centred and scaled into the unit sphere\), got 1"),
+    ("data synth: hard level, negative seed", ["data", "synth", "--level", "hard", "--out", "{tmp}/s",
+                                                "--seed", "-1"],
+     r"seed must be an int >= 0, got -1"),
+    ("bench curves: a zero budget", ["bench", "curves", "capsules", "--budgets", "0", "--dry-run"],
+     r"--budgets must be distinct integers >= 1, got \[0\]"),
+    ("bench curves: a budget given twice", ["bench", "curves", "capsules", "--budgets", "3", "3", "--dry-run"],
+     r"--budgets must be distinct integers >= 1, got \[3, 3\]"),
+    ("bench curves: a negative budget", ["bench", "curves", "sequoia_seg", "--budgets", "-2", "--dry-run"],
+     r"--budgets must be distinct integers >= 1, got \[-2\]"),
 ]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -36,17 +37,28 @@ def _counts_lines(names: list[str]) -> list[str]:
     return lines
 
 
-def _check_samples(dataset, problems: list[str], progress: bool) -> None:
-    """Load every sample of ``dataset``, collecting the errors instead of stopping at the first."""
+def stage_lines(progress: bool = True) -> bool:
+    """Whether to print one line per stage: unless both stdout and stderr are terminals (where
+    the progress bars show), as training prints a line per epoch into logs and files."""
+    return progress and not (sys.stdout.isatty() and sys.stderr.isatty())
+
+
+def _check_samples(dataset, problems: list[str], progress: bool, what: str = "") -> None:
+    """Load every sample of ``dataset``, collecting the errors instead of stopping at the first;
+    ``what`` (e.g. ``"ModelNet40 'hdf5' train"``) names it in the stage line."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(0)
     bar = not (progress and sys.stderr.isatty())  # no carriage-return spam in logs and files
+    started, before = time.perf_counter(), len(problems)
     for index in tqdm(range(len(dataset)), desc="checking", disable=bar, leave=False):
         try:
             dataset.load(index, rng)
         except ValueError as err:
             problems.append(str(err))
+    if stage_lines(progress):
+        print(f"checked {what}: {len(dataset)} shapes, {len(problems) - before} problems "
+              f"({time.perf_counter() - started:.1f} s)", flush=True)
 
 
 def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
@@ -84,7 +96,7 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
             lines.append(f"  {split}: {len(dataset)} shapes, {len(set(dataset.labels))} classes")
             lines += _counts_lines([dataset.classes[label] for label in dataset.labels])
             if check:
-                _check_samples(dataset, problems, progress)
+                _check_samples(dataset, problems, progress, f"ModelNet40 {kind!r} {split}")
     return found
 
 
@@ -109,7 +121,7 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
             lines.append(f"  {split}: {len(dataset)} shapes")
             lines += _counts_lines([SHAPENET_PART[c].name for c in dataset.categories])
             if check:
-                _check_samples(dataset, problems, progress)
+                _check_samples(dataset, problems, progress, f"ShapeNetPart {kind!r} {split}")
     folder = find_ply_folder(root)
     if folder is not None:
         found = True
@@ -123,7 +135,7 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
             lines.append(f"  {split}: {len(dataset)} clouds")
             lines += _counts_lines([dataset.category_names[c] for c in dataset.categories])
             if check:
-                _check_samples(dataset, problems, progress)
+                _check_samples(dataset, problems, progress, f"ShapeNetCore13 'ply' {split}")
     return found
 
 
@@ -202,12 +214,16 @@ def _prepare(args: argparse.Namespace) -> int:
     _, folder = detect_layout(args.root, layout="off", off_folders=("ModelNet40", "ModelNet10"))
     classes = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
     for split in args.split:
-        if not find_meshes(folder, split):
+        meshes = find_meshes(folder, split)
+        if not meshes:
             print(f"{folder}: no {split} meshes, skipped")
             continue
+        if stage_lines():
+            print(f"{split}: sampling {len(meshes)} meshes of {folder} into the cache...", flush=True)
+        started = time.perf_counter()
         cache = prepare_off_cache(folder, split, classes=classes, mesh_points=args.mesh_points,
                                   seed=args.seed, cache_dir=args.cache_dir, workers=args.workers)
-        print(f"{split}: {cache}")
+        print(f"{split}: {cache} ({time.perf_counter() - started:.1f} s)", flush=True)
     return 0
 
 

@@ -6,9 +6,15 @@
 Every latent capsule decodes its own patch of ``S = num_points // L`` points, AtlasNet style:
 an MLP maps (capsule, 2D sample of the unit square) to a 3D point. Training draws the 2D
 samples at random (as the original); evaluation uses a fixed, evenly spread set, so outputs are
-deterministic. ``decoders`` sets how many MLPs share the work: 0 gives every one of the S point
-slots its own MLP, each decoding one point per capsule (3D-PointCapsNet's ``CapsDecoder``);
-1 shares one MLP over all points (AtlasNet with one patch MLP). The cost per point is the same.
+deterministic. With ``noise_seed`` (one int per cloud; the reconstruction task gives each
+training sample one drawn from its dataset generator, seeded by (run seed, epoch, dataset index),
+see :class:`DecoderNoiseSeed`) a cloud's samples come from its own generator, so they are the
+same whichever process or batch position holds the cloud (DDP matches one process); without
+it they come from torch's global generator.
+
+``decoders`` sets how many MLPs share the work: 0 gives every one of the S point slots its own
+MLP, each decoding one point per capsule (3D-PointCapsNet's ``CapsDecoder``); 1 shares one MLP
+over all points (AtlasNet with one patch MLP). The cost per point is the same.
 """
 
 from __future__ import annotations
@@ -16,14 +22,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..nn.capsules import PrimaryPointCapsules
 from ..nn.routing import ROUTINGS, build_routing
+from ..ops import _validate as V
 from .spec import ModelSpec
 
-__all__ = ["SPECS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "PatchDecoder", "fixed_grid"]
+__all__ = ["SPECS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "DecoderNoiseSeed", "PatchDecoder",
+           "fixed_grid"]
 
 MIN_POINTS = 8  # fewer input points than this is refused
 
@@ -83,18 +92,28 @@ class PatchDecoder(nn.Module):
             if i < len(dims) - 2:
                 self.norms.append(nn.BatchNorm1d(groups * b))
 
-    def samples(self, batch: int, caps: int, like: torch.Tensor) -> torch.Tensor:
-        """(B, L, S, 2) 2D samples: uniform at random in training, :func:`fixed_grid` in eval."""
-        s = self.points_per_capsule
-        if self.training:
-            return torch.rand(batch, caps, s, 2, dtype=like.dtype, device=like.device)
-        return fixed_grid(s, dtype=like.dtype, device=like.device).expand(batch, caps, s, 2)
+    def samples(self, batch: int, caps: int, like: torch.Tensor, *,
+                noise_seed: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, L, S, 2) 2D samples: uniform at random in training, :func:`fixed_grid` in eval.
 
-    def forward(self, v: torch.Tensor) -> torch.Tensor:
-        """v: (B, L, D') -> points (B, L * S, 3)."""
+        In training, ``noise_seed`` (B,) int64 draws cloud b's samples from a generator seeded
+        with ``noise_seed[b]`` (the global generator is left alone); None draws them all from
+        torch's global generator.
+        """
+        s = self.points_per_capsule
+        if not self.training:
+            return fixed_grid(s, dtype=like.dtype, device=like.device).expand(batch, caps, s, 2)
+        if noise_seed is None:
+            return torch.rand(batch, caps, s, 2, dtype=like.dtype, device=like.device)
+        gens = [torch.Generator(device=like.device).manual_seed(seed) for seed in noise_seed.tolist()]
+        return torch.stack([torch.rand(caps, s, 2, generator=g, dtype=like.dtype, device=like.device)
+                            for g in gens])
+
+    def forward(self, v: torch.Tensor, *, noise_seed: torch.Tensor | None = None) -> torch.Tensor:
+        """v: (B, L, D') -> points (B, L * S, 3); ``noise_seed``: (B,) int64, see :meth:`samples`."""
         batch, caps, dim = v.shape
         s, g = self.points_per_capsule, self.groups
-        grid = self.samples(batch, caps, v)  # (B, L, S, 2)
+        grid = self.samples(batch, caps, v, noise_seed=noise_seed)  # (B, L, S, 2)
         x = torch.cat([v.unsqueeze(2).expand(-1, -1, s, -1), grid], -1)  # (B, L, S, D'+2)
         x = x.view(batch, caps, g, s // g, dim + 2).permute(2, 0, 1, 3, 4)  # (G, B, L, S/G, D'+2)
         x = x.reshape(g, -1, dim + 2)  # (G, B L S/G, D'+2)
@@ -109,15 +128,38 @@ class PatchDecoder(nn.Module):
 
 
 def _check_pos(pos) -> None:
-    if not isinstance(pos, torch.Tensor) or not pos.is_floating_point():
-        raise TypeError(f"pos must be a floating-point tensor, got {type(pos).__name__} "
-                        f"{getattr(pos, 'dtype', '')}")
-    if pos.dim() != 3 or pos.shape[-1] != 3:
-        raise ValueError(f"pos must have shape (B, N, 3), got {tuple(pos.shape)}")
+    """(B, N, 3) floating point, B >= 1, N >= MIN_POINTS, finite (an empty batch would fail deep
+    inside the routing's reshapes)."""
+    V.check_cloud("pos", pos, finite=False)
     if pos.shape[1] < MIN_POINTS:
         raise ValueError(f"pos must hold at least {MIN_POINTS} points per cloud, got N = {pos.shape[1]}")
-    if not torch.isfinite(pos).all():
-        raise ValueError("pos contains NaN or Inf values")
+    V.finite_extent("pos", pos)
+
+
+class DecoderNoiseSeed:
+    """A transform adding ``noise_seed``, an int in [0, 2^63), drawn from the sample's
+    generator: the seed of the decoder's training samples of this cloud (module docstring).
+    The dataset seeds the generator from (seed, epoch, index), so the value depends on nothing
+    else; put it last in a ``Compose`` so that it leaves the other transforms' draws unchanged.
+    (A plain callable, not a :class:`~pointabstract.data.Transform`: the models import no data
+    code, which needs the ``data`` extra.)"""
+
+    random = True  # draws from the generator (Compose's protocol)
+
+    def __call__(self, sample: dict, rng: np.random.Generator) -> dict:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+        seed = int(rng.integers(0, 2**63 - 1))
+        out = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in sample.items()}
+        return {**out, "noise_seed": seed}
+
+    def __repr__(self) -> str:
+        return "DecoderNoiseSeed()"
+
+
+def _check_noise_seed(noise_seed, batch: int) -> None:
+    if noise_seed is not None:
+        V.check_ids("noise_seed", noise_seed, (batch,), "(B,)")
 
 
 class CapsuleAutoencoder(nn.Module):
@@ -148,13 +190,17 @@ class CapsuleAutoencoder(nn.Module):
         v, assignments = self.routing(primary)
         return v, assignments, primary
 
-    def forward(self, pos: torch.Tensor, *, return_features: bool = False) -> dict:
+    def forward(self, pos: torch.Tensor, *, return_features: bool = False,
+                noise_seed: torch.Tensor | None = None) -> dict:
         """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "capsules": (B, L, D'),
         "capsule_index": (N_out,) int64 capsule that decoded each output point,
-        "assignments": (B, P, L)}``; ``return_features`` adds ``"primary"`` (B, P, D)."""
+        "assignments": (B, P, L)}``; ``return_features`` adds ``"primary"`` (B, P, D).
+        ``noise_seed``: (B,) int64 seeds of the decoder's training samples, one per cloud
+        (None: torch's global generator); ignored in evaluation mode."""
         v, assignments, primary = self.encode(pos)
-        out = {"points": self.decoder(v), "capsules": v, "capsule_index": self.capsule_index,
-               "assignments": assignments}
+        _check_noise_seed(noise_seed, pos.shape[0])
+        out = {"points": self.decoder(v, noise_seed=noise_seed), "capsules": v,
+               "capsule_index": self.capsule_index, "assignments": assignments}
         if return_features:
             out["primary"] = primary
         return out

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..ops import _validate as V
 from .mlp import PointBatchNorm
 
 __all__ = ["PrimaryPointCapsules", "primary_capsules_naive", "squash"]
@@ -56,10 +57,8 @@ def squash(s: torch.Tensor, dim: int = -1, *, eps: float = 1e-8) -> torch.Tensor
 
 
 def _check_pos(pos) -> None:
-    if not isinstance(pos, torch.Tensor) or not pos.is_floating_point():
-        raise TypeError(f"pos must be a floating-point tensor, got {type(pos).__name__}")
-    if pos.dim() != 3 or pos.shape[-1] != 3:
-        raise ValueError(f"pos must have shape (B, N, 3), got {tuple(pos.shape)}")
+    """(B, N, 3) floating point, at least one cloud of one point, finite."""
+    V.check_cloud("pos", pos)
 
 
 class PrimaryPointCapsules(nn.Module):

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..ops import _validate as V
 from ..ops import gather_points, knn
 
 __all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "ContextPoolOptions", "context_pool_from_config"]
@@ -202,8 +203,7 @@ class ContextPool(nn.Module):
         if pos.shape != (*x.shape[:2], 3):
             raise ValueError(f"pos must have shape (B, N, 3) = ({x.shape[0]}, {x.shape[1]}, 3), "
                              f"got {tuple(pos.shape)}")
-        if not bool(torch.isfinite(pos).all()):
-            raise ValueError("pos must be finite, got NaN or Inf coordinates")
+        V.check_cloud("pos", pos)  # an empty batch, NaN / Inf coordinates
 
 
 FLOOR = 1e-4  # sigma_i^2 + (FLOOR * cloud radius)^2 in the Gaussian (see ContextPool)

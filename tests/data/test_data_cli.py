@@ -139,3 +139,39 @@ def test_info_on_the_real_subsets(realdata):
     assert problems == []
     assert "  train: 127 shapes, 36 classes" in text and "  test: 29 shapes, 20 classes" in text
     assert "  train: 22 meshes" in text and "  test: 11 shapes" in text
+
+
+def test_synth_prints_a_line_per_split_when_not_on_a_terminal(tmp_path, capsys):
+    # capsys: neither stdout nor stderr is a terminal, so no progress bar: one line per stage instead
+    assert main(["data", "synth", "--out", str(tmp_path / "s"), "--train-per-class", "1", "--test-per-class", "1",
+                 "--num-points", "16", "--workers", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in lines[:2]] == ["synthetic easy train: 16 shapes generated",
+                                                           "synthetic easy test: 16 shapes generated"]
+    assert all(line.endswith(" s)") for line in lines[:2]) and lines[2].startswith("shapes per split:")
+
+
+def test_info_check_and_prepare_print_a_line_per_stage_when_not_on_a_terminal(tmp_path, capsys):
+    write_normal(tmp_path)
+    assert main(["data", "info", str(tmp_path), "--check"]) == 0
+    out = capsys.readouterr().out
+    for split, count in (("train", 2), ("val", 1), ("test", 2)):
+        assert f"checked ShapeNetPart 'normal' {split}: {count} shapes, 0 problems (" in out
+    _modelnet(tmp_path / "mn")
+    assert main(["data", "prepare", str(tmp_path / "mn"), "--mesh-points", "64", "--cache-dir",
+                 str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert f"train: sampling 2 meshes of {tmp_path / 'mn' / 'ModelNet40'} into the cache..." in out
+
+
+def test_no_stage_lines_on_a_terminal(tmp_path, capsys, monkeypatch):
+    from pointabstract.data.synthetic import generator
+
+    for module in (cli_module, generator):
+        monkeypatch.setattr(module, "stage_lines", lambda progress=True: False)
+    write_normal(tmp_path)
+    assert main(["data", "info", str(tmp_path), "--check"]) == 0
+    assert main(["data", "synth", "--out", str(tmp_path / "s"), "--train-per-class", "1", "--test-per-class", "1",
+                 "--num-points", "16", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "checked" not in out and "generated" not in out

@@ -41,3 +41,24 @@ def test_recalibrate_batchnorm_averages_batch_statistics_hand_computed():
     assert recalibrate_batchnorm(torch.nn.Linear(3, 3), data, batches=2, batch_size=2, seed=0, device="cpu") == 0
     with pytest.raises(ValueError, match="batches and batch_size must be >= 1, got 0 and 2"):
         recalibrate_batchnorm(model, data, batches=0, batch_size=2, seed=0, device="cpu")
+
+
+def test_under_ddp_each_process_takes_its_share_of_every_batch(monkeypatch):
+    # synced BatchNorm layers merge the processes' statistics: each batch must be split over the
+    # processes, not run whole by each (which counts it once per process); a batch with fewer
+    # samples than processes is skipped (a process would have nothing to run)
+    seen = []
+
+    class _Recorder(_NormOnly):
+        def forward(self, pos):
+            seen.append(pos[:, 0, 0].tolist())
+            return super().forward(pos)
+
+    data = [{"pos": torch.full((5, 3), float(i))} for i in range(7)]
+    dist = torch.distributed
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    used = recalibrate_batchnorm(_Recorder(), data, batches=4, batch_size=2, seed=3, device="cpu")
+    order = torch.randperm(7, generator=torch.Generator().manual_seed(3)).tolist()
+    assert seen == [[float(order[1])], [float(order[3])], [float(order[5])]] and used == 3  # order[6]: alone

@@ -5,6 +5,7 @@ from pointabstract.models.capsule_autoencoder import (
     SPECS,
     CapsuleAutoencoder,
     CapsuleAutoencoderConfig,
+    DecoderNoiseSeed,
     PatchDecoder,
     fixed_grid,
 )
@@ -60,6 +61,53 @@ def test_decoder_is_deterministic_in_eval_and_random_in_training():
     torch.testing.assert_close(model(pos)["points"], model(pos)["points"], rtol=0, atol=0)
 
 
+def test_a_samples_training_grid_follows_its_noise_seed_not_its_place_in_the_batch():
+    # DDP splits a batch over processes: a sample's grid must not depend on its neighbours
+    decoder = PatchDecoder(8, 6, decoders=2).train()
+    like = torch.zeros(())
+    whole = decoder.samples(3, 4, like, noise_seed=torch.tensor([11, 22, 33]))  # (B, L, S, 2)
+    alone = decoder.samples(1, 4, like, noise_seed=torch.tensor([22]))
+    torch.testing.assert_close(whole[1], alone[0], rtol=0, atol=0)
+    assert whole.shape == (3, 4, 6, 2) and not torch.equal(whole[0], whole[1])
+    torch.manual_seed(0)
+    before = torch.rand(1)
+    torch.manual_seed(0)
+    decoder.samples(3, 4, like, noise_seed=torch.tensor([11, 22, 33]))
+    assert torch.equal(torch.rand(1), before)  # the global RNG is left alone
+    again = decoder.samples(3, 4, like, noise_seed=torch.tensor([11, 22, 33]))
+    torch.testing.assert_close(whole, again, rtol=0, atol=0)
+    decoder.eval()  # evaluation keeps the fixed grid whatever the seeds
+    torch.testing.assert_close(decoder.samples(1, 4, like, noise_seed=torch.tensor([5]))[0, 0],
+                               fixed_grid(6), rtol=0, atol=0)
+
+
+def test_forward_takes_noise_seeds_and_checks_them():
+    model = _tiny("capsule_ae_demo_dr")
+    pos = torch.rand(2, 40, 3)
+    a = model(pos, noise_seed=torch.tensor([1, 2]))["points"]
+    b = model(pos, noise_seed=torch.tensor([1, 2]))["points"]
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert not torch.equal(a, model(pos, noise_seed=torch.tensor([1, 3]))["points"])
+    with pytest.raises(ValueError, match=r"noise_seed must have shape \(B,\) = \(2,\), got \(3,\)"):
+        model(pos, noise_seed=torch.tensor([1, 2, 3]))
+    with pytest.raises(TypeError, match=r"noise_seed must have dtype int64, got torch.float32"):
+        model(pos, noise_seed=torch.tensor([1.0, 2.0]))
+
+
+def test_noise_seed_transform_draws_from_the_samples_generator():
+    import numpy as np
+
+    t = DecoderNoiseSeed()
+    sample = {"pos": np.zeros((4, 3), np.float32), "label": 2}
+    a = t(sample, np.random.default_rng(7))
+    assert a["noise_seed"] == t(sample, np.random.default_rng(7))["noise_seed"]
+    assert a["noise_seed"] != t(sample, np.random.default_rng(8))["noise_seed"]
+    assert 0 <= a["noise_seed"] < 2**63 and "noise_seed" not in sample and repr(t) == "DecoderNoiseSeed()"
+    assert a["label"] == 2 and np.array_equal(a["pos"], sample["pos"]) and a["pos"] is not sample["pos"]
+    with pytest.raises(TypeError, match="rng must be a numpy Generator, got NoneType"):
+        t(sample, None)
+
+
 @pytest.mark.parametrize("decoders", [0, 1, 4])
 def test_capsule_index_follows_the_patch_layout(decoders):
     torch.manual_seed(0)
@@ -112,7 +160,7 @@ def test_bad_input_names_pos():
     model = _tiny("capsule_ae_demo_dr")
     with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\), got \(2, 40, 2\)"):
         model(torch.rand(2, 40, 2))
-    with pytest.raises(ValueError, match="pos contains NaN or Inf"):
+    with pytest.raises(ValueError, match=r"pos holds NaN or Inf values"):
         model(torch.full((2, 40, 3), float("nan")))
     with pytest.raises(ValueError, match="pos must hold at least 8 points per cloud, got N = 3"):
         model(torch.rand(2, 3, 3))

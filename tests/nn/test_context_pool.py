@@ -156,5 +156,5 @@ def test_bad_inputs():
         pool(x, pos.tolist())
     bad = pos.clone()
     bad[0, 1, 2] = float("nan")
-    with pytest.raises(ValueError, match=r"pos must be finite"):
+    with pytest.raises(ValueError, match=r"pos holds NaN or Inf values"):
         pool(x, bad)

@@ -135,6 +135,7 @@ def _generate_split(split: str, count: int, *, level, seed, num_points, nuisance
     category = np.empty(count, np.int32)
     bar = tqdm(total=count, desc=f"synthetic {level} {split}", unit="shape",
                disable=not (progress and sys.stderr.isatty()))
+    started = time.perf_counter()
     with bar:
         if workers > 1 and count >= 64:
             with _context().Pool(workers) as pool:
@@ -146,7 +147,16 @@ def _generate_split(split: str, count: int, *, level, seed, num_points, nuisance
             for i, task in enumerate(tasks):
                 pos[i], normal[i], pid[i], category[i] = _make(task)
                 bar.update()
+    if stage_lines(progress):
+        print(f"synthetic {level} {split}: {count} shapes generated ({time.perf_counter() - started:.1f} s)",
+              flush=True)
     return pos, normal, pid, category
+
+
+def stage_lines(progress: bool = True) -> bool:
+    """Whether to print one line per stage: unless both stdout and stderr are terminals (where
+    the progress bars show), as training prints a line per epoch into logs and files."""
+    return progress and not (sys.stdout.isatty() and sys.stderr.isatty())
 
 
 def _write_h5(path: Path, **arrays: np.ndarray) -> None:

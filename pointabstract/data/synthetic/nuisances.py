@@ -195,7 +195,7 @@ def apply_nuisances(pos: np.ndarray, normal: np.ndarray, part: np.ndarray, rng: 
         out_pos[where] = direction * rng.random((count, 1)) ** (1 / 3)
         out_normal[where] = rng.normal(size=(count, 3))
         out_normal[where] /= np.linalg.norm(out_normal[where], axis=1, keepdims=True)
-        from scipy.spatial import cKDTree  # imported here: ~1 s at import time of every command
+        from scipy.spatial import cKDTree  # here: importing the data package needs no scipy (~1 s)
 
         _, nearest = cKDTree(out_pos[inliers]).query(out_pos[where])
         out_part[where] = out_part[inliers[nearest]]

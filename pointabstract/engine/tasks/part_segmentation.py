@@ -238,6 +238,7 @@ class PartSegmentationTask:
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
         """Cross-entropy over all 50 logits of every real point (padding -1 ignored)."""
         check_part_labels(batch["part"], batch["category"])
+        V.check_shape("part", batch["part"], tuple(batch["pos"].shape[:2]), "(B, N) of pos", floating=False)
         pos, category, features = self._inputs(batch, device)
         logits = model(pos, category, features=features)["logits"].float()  # (B, N, 50)
         part = batch["part"].to(logits.device)

@@ -101,6 +101,10 @@ class ReconstructionTask:
         steps = [NormalizeUnitSphere()]
         if train and self.s.augment == "rotate_up":
             steps.append(RandomRotate("y"))
+        if train:  # last, so the draws above are unchanged; per-sample decoder noise (DDP = 1 process)
+            from ...models.capsule_autoencoder import DecoderNoiseSeed
+
+            steps.append(DecoderNoiseSeed())
         return Compose(steps)
 
     def dataset(self, split: str, *, train: bool):
@@ -140,7 +144,8 @@ class ReconstructionTask:
 
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
         pos = batch["pos"].to(device, non_blocking=True)
-        points = model(pos)["points"]
+        seeds = batch.get("noise_seed")
+        points = model(pos, noise_seed=None if seeds is None else seeds.to(device))["points"]
         return chamfer_distance(points.float(), pos.float()), {}
 
     @torch.no_grad()
