@@ -54,10 +54,12 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..ops import _validate as V
 from ..ops import gather_points, knn
+from .attention import _fused_ok, _NeighbourSum  # the compiled neighbour sums of the attention
 
 __all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "ContextPoolOptions", "context_pool_from_config"]
 
@@ -150,7 +152,7 @@ class ContextPool(nn.Module):
         k = min(self.k, x.shape[1])
         p = pos.detach()
         dist2, idx = knn(p, p, k)  # (B, N, K): the point itself first
-        nbrs = gather_points(x, idx)  # (B, N, K, C)
+        nbrs = gather_points(x, idx) if self.weights == "nonlocal" else None  # (B, N, K, C)
         pred = None
         if self.map1 is not None:
             pred = self.map2(gather_points(self.map1(x), idx).amax(2).relu())  # (B, N, 1 or 2)
@@ -160,7 +162,7 @@ class ContextPool(nn.Module):
         else:
             g = log_g.exp()
             coef = logit * g / g.sum(-1, keepdim=True)
-        y = torch.einsum("bnk,bnkc->bnc", coef, nbrs)
+        y = _pooled_sum(coef, x, idx, nbrs)
         if not return_info:
             return y
         return y, {"idx": idx, "coef": coef, **info}
@@ -204,6 +206,17 @@ class ContextPool(nn.Module):
             raise ValueError(f"pos must have shape (B, N, 3) = ({x.shape[0]}, {x.shape[1]}, 3), "
                              f"got {tuple(pos.shape)}")
         V.check_cloud("pos", pos)  # an empty batch, NaN / Inf coordinates
+
+
+def _pooled_sum(coef: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, nbrs: torch.Tensor | None):
+    """(B, N, C) ``sum_k coef[b, n, k] x[b, idx[b, n, k]]``. On CPU by the neighbour-attention
+    kernels (one head; no (B, N, K, C) tensor is formed: the pool's largest cost), else from the
+    gathered neighbours ``nbrs`` (gathered here when None)."""
+    if _fused_ok(coef, x):
+        batch, n, channels = x.shape
+        values = F.pad(x, (channels, 0))  # (B, N, 2C): the kernel reads values after C key channels
+        return _NeighbourSum.apply(coef.unsqueeze(-1), values, idx).view(batch, n, channels)
+    return torch.einsum("bnk,bnkc->bnc", coef, gather_points(x, idx) if nbrs is None else nbrs)
 
 
 FLOOR = 1e-4  # sigma_i^2 + (FLOOR * cloud radius)^2 in the Gaussian (see ContextPool)
