@@ -334,6 +334,13 @@ ROWS = [
     ("centroid routing: unknown init", lambda t: __import__("pointabstract.nn.routing", fromlist=["x"])
      .CentroidRouting(16, 4, 4, 8, init="fps"), ValueError,
      r"init must be one of \['linear', 'soft_average'\], got 'fps'"),
+    ("browser page: an index that does not fit its dtype",
+     lambda t: __import__("pointabstract.viz.core.html", fromlist=["x"]).encode_array(np.array([70000]), "u2"),
+     ValueError, r"array values in \[70000, 70000\] do not fit dtype u2"),
+    ("browser page: read a file that is no viewer page",
+     lambda t: (t / "x.html").write_text("<html></html>") and
+     __import__("pointabstract.viz.core.html", fromlist=["x"]).read_page_data(t / "x.html"),
+     ValueError, r"x.html: no pointabstract viewer data \(no script #pa-data\) in this file"),
 ]
 
 CLI_ROWS = [
@@ -384,6 +391,12 @@ CLI_ROWS = [
      r"train_per_class must be an int >= 1, got 0"),
     ("data synth: no generating process", ["data", "synth", "--out", "{tmp}/s", "--workers", "0"],
      r"workers must be an int >= 1, got 0"),
+    ("view --html: a folder", ["view", "{file}", "--html", "{tmp}"],
+     r"--html .* is a folder; give a file name such as .*viewer.html"),
+    ("view --html: a folder that cannot be written", ["view", "{file}", "--html", "{file}/viewer.html"],
+     r"--html .*file/viewer.html: folder .*file cannot be written: Not a directory"),
+    ("view --html: with --png", ["view", "{file}", "--html", "{tmp}/v.html", "--png", "{tmp}/v.png"],
+     r"--html writes the page alone; drop --png"),
 ]
 
 

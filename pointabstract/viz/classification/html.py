@@ -2,9 +2,10 @@
 
 For each shown test shape (true and predicted class) and each block of the model, the page holds
 the block's points, every point's K nearest neighbours in that block's feature space and in 3D
-space (:func:`~.scenes.feature_knn`, :func:`~.scenes.xyz_knn`, what the neighbourhood figure
-draws), the base colours of every colouring and the colour the neighbours are painted in (those
-of :class:`~.app.ViewerState`, the window's), and the part-agreement numbers of the report
+space (:func:`all_neighbours`: row q is what :func:`~.scenes.feature_knn` /
+:func:`~.scenes.xyz_knn`, the neighbourhood figure's functions, give for query q), the base
+colours of every colouring and the colour the neighbours are painted in (those of
+:class:`~.app.ViewerState`, the window's), and the part-agreement numbers of the report
 (:func:`~.part_agreement.part_agreement`). The page draws the two panels side by side with linked
 cameras; clicking a point makes it the query and highlights its two neighbourhoods.
 """
@@ -17,17 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ...ops import knn
 from ..core.colors import CONTEXT, QUERY, contrasting_highlight, part_palette
+from ..core.geometry import float_points
 from ..core.html import encode_array, rgb8, write_page
 from .app import COLORINGS, ViewerState
 from .figures import FAINT, _PartSamples
 from .neighbourhood_text import verdict
 from .part_agreement import open_part_dataset, part_agreement
-from .scenes import feature_knn, xyz_knn
 from .session import ViewSession
 
-__all__ = ["HTML_COLORINGS", "classification_data", "classification_page", "measured_agreement",
-           "part_session"]
+__all__ = ["HTML_COLORINGS", "all_neighbours", "classification_data", "classification_page",
+           "measured_agreement", "part_session"]
 
 # the window's colourings the page offers ("distance" changes with every query: window and PNG only)
 HTML_COLORINGS = tuple(c for c in COLORINGS if c != "distance")
@@ -109,8 +111,7 @@ def _shape(state: ViewerState) -> dict:
             colors[coloring] = rgb8(np.broadcast_to(np.asarray(base, dtype=float), (m, 3)))
             name, rgb = contrasting_highlight(base)  # what state.highlight_name() names
             highlight[coloring] = name, [float(v) for v in rgb]
-        f_knn = np.stack([feature_knn(feats, q, kk) for q in range(m)])  # (M, K): row q = query q's
-        x_knn = np.stack([xyz_knn(pos, q, kk) for q in range(m)])
+        f_knn, x_knn = all_neighbours(feats, kk), all_neighbours(pos, kk)  # (M, K) each
         blocks.append({"m": int(m), "k": int(kk), "query": int(state.query), "pos": encode_array(pos, "f4"),
                        "feature_knn": encode_array(f_knn, _index_dtype(m)),
                        "xyz_knn": encode_array(x_knn, _index_dtype(m)),
@@ -119,6 +120,25 @@ def _shape(state: ViewerState) -> dict:
     return {"index": s.index, "title": s.title, "label": s.label, "pred": s.pred, "pred_name": s.pred_name,
             "label_name": s.label_name, "prob": float(s.probs[s.pred]), "pos": encode_array(s.pos, "f4"),
             "context": rgb8(context), "blocks": blocks}
+
+
+def all_neighbours(points, k: int) -> np.ndarray:
+    """Every point's ``k`` nearest points, nearest first, in one :func:`~pointabstract.ops.knn` call.
+
+    Args:
+        points: (M, C) features, or (M, 3) positions.
+        k: neighbours, 1 <= k <= M.
+
+    Returns:
+        (M, K) int64; row ``q`` equals ``feature_knn(points, q, k)`` (``xyz_knn`` for positions):
+        the same op and backend on the same rows, the queries batched (knn orders neighbours by
+        exact distance, then index, whatever the batch).
+    """
+    x = float_points("points", points)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= x.shape[0]:
+        raise ValueError(f"k must be an int in [1, {x.shape[0]}], got {k!r}")
+    _, idx = knn(x[None].clone(), x[None], int(k))  # (1, M, K); a copy: not a self-query
+    return idx[0].numpy()
 
 
 def _index_dtype(m: int) -> str:

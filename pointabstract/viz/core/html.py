@@ -39,6 +39,8 @@ def check_out_path(path: str | Path, *, option: str = "--html") -> Path:
     if path.is_dir():
         raise ValueError(f"{option} {path} is a folder; give a file name such as {path / 'viewer.html'}")
     folder = path.parent
+    if any(p.exists() and not p.is_dir() for p in (folder, *folder.parents)):
+        raise ValueError(f"{option} {path}: folder {folder} cannot be written: Not a directory")
     probe = folder / f".{path.name}.probe-{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -184,7 +186,7 @@ window.paViewer = (function () {
   V.panels = {};
   V.errors = [];
   // the camera every panel shares: turn about the vertical axis, tilt, zoom (orthographic)
-  V.camera = {yaw: -0.55, pitch: 0.35, zoom: 1.25};
+  V.camera = {yaw: -0.55, pitch: 0.35, zoom: 1.4};
   V.panel = function (name, title) {  // a titled <canvas> in #panels
     if (V.panels[name]) return V.panels[name];
     const box = document.createElement('div'), t = document.createElement('div');
