@@ -208,6 +208,23 @@ def test_view_html_refuses_in_one_line(runs, tmp_path, capsys, extra, pattern):
     assert not (tmp_path / "v.html").exists()
 
 
+def test_the_eval_section_writes_viewer_html_and_links_it(runs, tmp_path):
+    from pointabstract.cli import _viewer_section
+    from pointabstract.engine import restore
+
+    run = restore(runs["reconstruction"][0], overrides={"data.workers": 0})
+    text, metrics = _viewer_section(run, tmp_path)
+    assert metrics == {} and text.startswith("## Interactive viewer") and "[viewer.html](viewer.html)" in text
+    data = read_page_data(tmp_path / "viewer.html")
+    assert data["task"] == "reconstruction" and len(data["shapes"]) == 16
+    agreement = {"block_0": {"feature": 0.5, "xyz": 0.4, "chance": 0.3, "k": 2, "points": 8}, "shapes": 3,
+                 "num_points": 64}
+    _viewer_section(restore(runs["classification"][0], overrides={"data.workers": 0}), tmp_path, agreement)
+    shown = read_page_data(tmp_path / "viewer.html")["agreement"]  # the report's numbers, not re-measured
+    assert shown["shapes"] == 3 and shown["blocks"]["0"]["feature"] == 0.5
+
+
+@pytest.mark.slow
 def test_eval_writes_viewer_html_beside_the_report_and_links_it(runs, tmp_path, capsys):
     out = tmp_path / "eval"
     assert main(["eval", str(runs["part_segmentation"][0]), "--out", str(out)]) == 0

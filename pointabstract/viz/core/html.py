@@ -186,7 +186,7 @@ window.paViewer = (function () {
   V.panels = {};
   V.errors = [];
   // the camera every panel shares: turn about the vertical axis, tilt, zoom (orthographic)
-  V.camera = {yaw: -0.55, pitch: 0.35, zoom: 1.4};
+  V.camera = {yaw: -0.55, pitch: 0.35, zoom: 1, pan: [0, 0]};
   V.panel = function (name, title) {  // a titled <canvas> in #panels
     if (V.panels[name]) return V.panels[name];
     const box = document.createElement('div'), t = document.createElement('div');
@@ -203,20 +203,43 @@ window.paViewer = (function () {
   V.hide = function (name, hidden) {
     const p = V.panels[name];
     p.div.parentNode.style.display = hidden ? 'none' : '';
-    if (!hidden && p.drawn) render(p);
+    if (!hidden && p.drawn && p.div.clientWidth) render(p);
   };
   const view = function (p) {  // the panel's projection: xyz -> [x px, y px, depth]
     const w = p.div.clientWidth, h = p.div.clientHeight, r = p.range, cam = V.camera;
+    const scale = cam.zoom * 0.5 * Math.min(w, h);
+    const turn = turner(r);
+    return function (x, y, z) {
+      const t = turn(x, y, z);
+      return [w / 2 + scale * (t[0] + cam.pan[0]), h / 2 - scale * (t[1] + cam.pan[1]), t[2]];
+    };
+  };
+  const turner = function (r) {  // xyz -> the camera's (right, up, towards the viewer), in half-ranges
+    const cam = V.camera, half = (r[0][1] - r[0][0]) / 2;
     const cx = (r[0][0] + r[0][1]) / 2, cy = (r[1][0] + r[1][1]) / 2, cz = (r[2][0] + r[2][1]) / 2;
-    const half = (r[0][1] - r[0][0]) / 2, scale = cam.zoom * 0.5 * Math.min(w, h) / half;
     const cyaw = Math.cos(cam.yaw), syaw = Math.sin(cam.yaw);
     const cp = Math.cos(cam.pitch), sp = Math.sin(cam.pitch);
     return function (x, y, z) {
-      x -= cx; y -= cy; z -= cz;
+      x = (x - cx) / half; y = (y - cy) / half; z = (z - cz) / half;
       const x1 = cyaw * x + syaw * z, z1 = -syaw * x + cyaw * z;  // about the vertical (y) axis
-      const y2 = cp * y - sp * z1, z2 = sp * y + cp * z1;  // tilt towards the viewer
-      return [w / 2 + scale * x1, h / 2 - scale * y2, z2];
+      return [x1, cp * y - sp * z1, sp * y + cp * z1];  // then tilted towards the viewer
     };
+  };
+  const fit = function () {  // zoom and centre so that every drawn point shows, the turn kept
+    let lo = [Infinity, Infinity], hi = [-Infinity, -Infinity];
+    Object.values(V.panels).forEach(function (p) {
+      if (!p.drawn || p.div.parentNode.style.display === 'none') return;
+      const turn = turner(p.range);
+      p.traces.forEach(function (tr) {
+        for (let i = 0; i < tr.x.length; i++) {
+          const t = turn(tr.x[i], tr.y[i], tr.z[i]);
+          for (let j = 0; j < 2; j++) { lo[j] = Math.min(lo[j], t[j]); hi[j] = Math.max(hi[j], t[j]); }
+        }
+      });
+    });
+    if (!(hi[0] >= lo[0])) return;
+    V.camera.pan = [-(lo[0] + hi[0]) / 2, -(lo[1] + hi[1]) / 2];
+    V.camera.zoom = 1.8 / Math.max(hi[0] - lo[0], hi[1] - lo[1], 1e-6);
   };
   const pick = function (v, i, arr) { return Array.isArray(arr) || ArrayBuffer.isView(arr) ? arr[i] : arr; };
   const render = function (p) {
@@ -244,9 +267,12 @@ window.paViewer = (function () {
       const size = pick(null, i, tr.marker.size) / 2;
       g.fillStyle = pick(null, i, tr.marker.color);
       g.beginPath(); g.arc(s[3 * i], s[3 * i + 1], size, 0, 2 * Math.PI); g.fill();
+      if (tr.ontop) { g.lineWidth = 2; g.strokeStyle = '#000'; g.stroke(); }  // a marker: ringed
     });
   };
-  V.render = function () { Object.values(V.panels).forEach(function (p) { if (p.drawn) render(p); }); };
+  V.render = function () {
+    Object.values(V.panels).forEach(function (p) { if (p.drawn && p.div.clientWidth) render(p); });
+  };
   V.screenOf = function (name, trace, i) {  // page coordinates of a drawn point (what a click hits)
     const p = V.panels[name], r = p.div.getBoundingClientRect(), s = p.screen[trace];
     return [r.left + s[3 * i], r.top + s[3 * i + 1]];
@@ -315,13 +341,21 @@ window.paViewer = (function () {
     return Object.assign(trace, opts || {});
   };
   V.pointSize = function (n) { return n > 4000 ? 2.5 : n > 1000 ? 3.5 : 5; };  // pixels, by point count
-  V.draw = function (name, traces, range) {  // show these traces in the panel (a promise, drawn)
+  let pending = null, fitted = null;
+  V.draw = function (name, traces, range) {  // show these traces in the panel; a promise: drawn
     const p = V.panels[name];
     p.traces.length = 0;
     traces.forEach(function (t) { p.traces.push(t); });
     p.range = range; p.drawn = true;
-    if (p.div.parentNode.style.display !== 'none') render(p);
-    return Promise.resolve();
+    if (!pending) {  // every panel drawn in this turn of the event loop is shown at once
+      pending = Promise.resolve().then(function () {
+        pending = null;
+        const key = JSON.stringify(Object.values(V.panels).map(function (q) { return q.range; }));
+        if (key !== fitted) { fitted = key; fit(); }  // a new shape: fitted, seen from the same side
+        V.render();
+      });
+    }
+    return pending;
   };
   V.linkCameras = function () {};  // one camera already: kept for the task scripts
   V.select = function (label, options, value, onchange, id) {  // a <select> in #controls
