@@ -139,13 +139,14 @@ def _classification_html(session, args: argparse.Namespace, indices: list[int], 
     from .classification.html import classification_page
 
     return classification_page(session, out, indices=indices, block=args.block, k=args.k,
-                               coloring=args.color, query=args.query, agreement=agreement)
+                               coloring=args.color, query=args.query, agreement=agreement, layout=args.layout)
 
 
 def _capsule_html(session, args: argparse.Namespace, indices: list[int], out: Path, **_) -> Path:
     from .capsules.html import capsule_page
 
-    return capsule_page(session, out, indices=indices, capsule=args.capsule, coloring=args.color)
+    return capsule_page(session, out, indices=indices, capsule=args.capsule, coloring=args.color,
+                        layout=args.layout)
 
 
 def _segmentation_html(session, args: argparse.Namespace, indices: list[int], out: Path, **_) -> Path:

@@ -169,17 +169,23 @@ def test_segmentation_page_holds_the_panels_colours_levels_and_legend(runs, page
         assert [e[0] for e in shape["legend"]] == [name for name, _ in legend_entries(sample)]
 
 
+def test_every_task_of_the_viewer_has_a_page_writer():
+    from pointabstract.viz import tasks
+
+    assert set(tasks.HTMLS) == set(tasks.SESSIONS) == set(tasks.STATES)
+
+
 # --- the commands ------------------------------------------------------------------------------
 
 def test_view_html_takes_the_views_options(runs, tmp_path, capsys):
     ckpt = runs["classification"][0]
     out = tmp_path / "v.html"
     assert main(["view", str(ckpt), "--html", str(out), "--index", "2", "--samples", "3", "--block", "2",
-                 "--k", "5", "--color", "true", "--query", "4"]) == 0
+                 "--k", "5", "--color", "true", "--query", "4", "--layout", "feature"]) == 0
     assert re.search(r"wrote .*v.html \(\d+\.\d MB, self-contained", capsys.readouterr().out)
     data = read_page_data(out)
     assert [s["index"] for s in data["shapes"]] == [2, 3, 4]
-    assert data["block"] == 2 and data["coloring"] == "true"
+    assert data["block"] == 2 and data["coloring"] == "true" and data["layout"] == "feature"
     assert {b["k"] for b in data["shapes"][0]["blocks"]} == {5}
     assert data["shapes"][0]["blocks"][2]["query"] == 4
     seg = tmp_path / "s.html"
@@ -189,9 +195,9 @@ def test_view_html_takes_the_views_options(runs, tmp_path, capsys):
     assert data["layout"] == "tree" and {s["level"] for s in data["shapes"]} == {1}
     caps = tmp_path / "c.html"
     assert main(["view", str(runs["reconstruction"][0]), "--html", str(caps), "--samples", "1",
-                 "--capsule", "2", "--color", "parts"]) == 0
+                 "--capsule", "2", "--color", "parts", "--layout", "input"]) == 0
     data = read_page_data(caps)
-    assert data["capsule"] == 2 and data["coloring"] == "parts"
+    assert data["capsule"] == 2 and data["coloring"] == "parts" and data["layout"] == "input"
 
 
 @pytest.mark.parametrize("extra, pattern", [

@@ -101,7 +101,7 @@ def test_classification_page_click_highlights_the_python_neighbour_sets(browser,
     q = _isolated_point(browser, "feature", 1)
     _click_point(browser, "feature", 1, q)
     state = browser.evaluate("paViewer.state")
-    assert state == {"shape": 3, "block": 1, "coloring": "neighbours", "query": q}
+    assert state == {"shape": 3, "block": 1, "coloring": "neighbours", "query": q, "layout": "side_by_side"}
     sample = part_session(load_session(runs["classification"][0])).sample(3)
     pos, feats = sample.block(1)
     k = browser.evaluate("paViewer.data.shapes[3].blocks[1].k")
@@ -128,7 +128,8 @@ def test_capsule_page_click_selects_the_capsule_and_its_points(browser, runs, pa
     _click_point(browser, "reconstruction", 0, i)
     sample = load_session(runs["reconstruction"][0]).sample(2)
     c = int(sample.capsule_index[i])
-    assert browser.evaluate("paViewer.state") == {"shape": 2, "capsule": c, "coloring": "capsule"}
+    assert browser.evaluate("paViewer.state") == {"shape": 2, "capsule": c, "coloring": "capsule",
+                                                  "layout": "side_by_side"}
     assert browser.evaluate("document.getElementById('sel-capsule').value") == str(c)
     assert browser.evaluate("paViewer.highlighted('reconstruction')") == sample.capsule_points(c).tolist()
     assert browser.evaluate("paViewer.highlighted('input')") == np.flatnonzero(sample.explained_by == c).tolist()

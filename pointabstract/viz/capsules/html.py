@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.colors import GREY, HIGHLIGHT, class_palette
 from ..core.html import encode_array, rgb8, write_page
-from .scenes import COLORINGS, capsule_colors
+from .scenes import COLORINGS, LAYOUTS, capsule_colors
 from .session import CapsuleSample, CapsuleSession, part_name
 
 __all__ = ["capsule_data", "capsule_page"]
@@ -46,7 +46,7 @@ def _shape(sample: CapsuleSample) -> dict:
 
 
 def capsule_data(session: CapsuleSession, indices: Sequence[int], *, capsule: int | None = None,
-                 coloring: str | None = None) -> dict:
+                 coloring: str | None = None, layout: str | None = None) -> dict:
     """What the page shows, as its JSON document.
 
     Args:
@@ -55,12 +55,16 @@ def capsule_data(session: CapsuleSession, indices: Sequence[int], *, capsule: in
         capsule: the capsule highlighted first (default: the first of the capsules grouped by
             majority part, as the window).
         coloring: the colouring shown first, one of :data:`~.scenes.COLORINGS` (default ``capsule``).
+        layout: the panels shown first, one of :data:`~.scenes.LAYOUTS` (default ``side_by_side``).
 
     Returns:
         ``{"task", "shapes": [{"pos", "points", "capsule_index", "explained_by", "colors",
         "capsules", ...}], "grey", "highlight", ...}``.
     """
     coloring = "capsule" if coloring is None else coloring
+    layout = "side_by_side" if layout is None else layout
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {list(LAYOUTS)} for an autoencoder, got {layout!r}")
     if coloring not in COLORINGS:
         raise ValueError(f"coloring must be one of {list(COLORINGS)} for an autoencoder, got {coloring!r}")
     samples = [session.sample(int(i)) for i in indices]
@@ -72,13 +76,13 @@ def capsule_data(session: CapsuleSession, indices: Sequence[int], *, capsule: in
     return {"task": "reconstruction", "model": session.config.model, "checkpoint": str(session.checkpoint),
             "routing": session.routing, "split": session.split, "shapes": [_shape(s) for s in samples],
             "capsule": int(first), "coloring": coloring, "colorings": colorings,
-            "grey": list(GREY), "highlight": list(HIGHLIGHT)}
+            "grey": list(GREY), "highlight": list(HIGHLIGHT), "layout": layout, "layouts": list(LAYOUTS)}
 
 
 def capsule_page(session: CapsuleSession, out: str | Path, *, indices: Sequence[int],
-                 capsule: int | None = None, coloring: str | None = None) -> Path:
+                 capsule: int | None = None, coloring: str | None = None, layout: str | None = None) -> Path:
     """Write the capsule page of ``session`` to ``out`` (see :func:`capsule_data`); returns the path."""
-    data = capsule_data(session, indices, capsule=capsule, coloring=coloring)
+    data = capsule_data(session, indices, capsule=capsule, coloring=coloring, layout=layout)
     title = (f"{session.config.model} ({session.checkpoint.name}, {session.routing}): input vs "
              "reconstruction by latent capsule")
     return write_page(out, title=title, data=data, script=SCRIPT, help_html=HELP)
@@ -87,12 +91,13 @@ def capsule_page(session: CapsuleSession, out: str | Path, *, indices: Sequence[
 HELP = """<b>Controls.</b> <i>shape</i>: a test shape (Chamfer distance of its reconstruction).
 <i>capsule</i>: a latent capsule (grouped by majority part; its point count, purity and part): the
 right panel paints red the points it decodes, the left panel the input points whose nearest decoded
-point is one of them; everything else grey. <b>Click a reconstructed point</b> to select its capsule.
-<i>colouring</i>: <i>capsule</i> (one capsule red), <i>capsules</i> (every capsule its own colour; the
-input takes the colour of its nearest decoded point's capsule), <i>parts</i> (the input by true part,
-the reconstruction by each capsule's majority part). The table: every capsule's points, majority part
-and purity (share of its points in that part; a decoded point takes the part of its nearest input
-point). Drag to rotate (both panels turn together), scroll to zoom."""
+point is one of them; everything else grey. <b>Click a reconstructed point</b> to select its
+capsule. <i>colouring</i>: <i>capsule</i> (one capsule red), <i>capsules</i> (every capsule its own
+colour; the input takes the colour of its nearest decoded point's capsule), <i>parts</i> (the input
+by true part, the reconstruction by each capsule's majority part). <i>panels</i>: both, or one. The
+table: every capsule's points, majority part and purity (share of its points in that part; a decoded
+point takes the part of its nearest input point). Drag to rotate (both panels turn together), scroll
+to zoom."""
 
 SCRIPT = r"""
 (function () {
@@ -170,6 +175,11 @@ SCRIPT = r"""
     });
     document.getElementById('side').innerHTML = h + '</table>';
   };
-  V.finish(draw().then(function () { V.linkCameras(); }));
+  const showLayout = function (v) {
+    st.layout = v; V.hide('input', v === 'reconstruction'); V.hide('reconstruction', v === 'input');
+    return draw();
+  };
+  V.select('panels', D.layouts.map(function (l) { return [l, l]; }), D.layout, showLayout, 'sel-layout');
+  V.finish(showLayout(D.layout));
 })();
 """

@@ -26,6 +26,7 @@ from .app import COLORINGS, ViewerState
 from .figures import FAINT, _PartSamples
 from .neighbourhood_text import verdict
 from .part_agreement import open_part_dataset, part_agreement
+from .scenes import LAYOUTS
 from .session import ViewSession
 
 __all__ = ["HTML_COLORINGS", "all_neighbours", "classification_data", "classification_page",
@@ -51,7 +52,7 @@ def part_session(session: ViewSession) -> ViewSession:
 
 def classification_data(session: ViewSession, indices: Sequence[int], *, block: int | None = None,
                         k: int | None = None, coloring: str = "neighbours", query: int | None = None,
-                        agreement: dict | None = None) -> dict:
+                        agreement: dict | None = None, layout: str = "side_by_side") -> dict:
     """What the page shows, as its JSON document.
 
     Args:
@@ -63,6 +64,7 @@ def classification_data(session: ViewSession, indices: Sequence[int], *, block: 
         coloring: the colouring shown first, one of :data:`HTML_COLORINGS`.
         query: the query point shown first, in the first block shown (default: the window's).
         agreement: ``part_agreement`` results to show (None: none).
+        layout: the panels shown first, one of :data:`~.scenes.LAYOUTS`.
 
     Returns:
         ``{"task", "shapes": [{..., "blocks": [{"pos", "feature_knn", "xyz_knn", "colors",
@@ -71,6 +73,8 @@ def classification_data(session: ViewSession, indices: Sequence[int], *, block: 
     """
     if coloring not in HTML_COLORINGS:
         raise ValueError(f"coloring must be one of {list(HTML_COLORINGS)} in the page, got {coloring!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
     shapes, first_block = [], None
     for i in indices:
         state = ViewerState(session, index=int(i), block=block, k=k)
@@ -88,7 +92,8 @@ def classification_data(session: ViewSession, indices: Sequence[int], *, block: 
     return {"task": "classification", "model": session.config.model, "checkpoint": str(session.checkpoint),
             "split": session.split, "class_names": list(session.class_names), "shapes": shapes,
             "block": first_block, "coloring": coloring, "colorings": available,
-            "query_color": list(QUERY), "agreement": _agreement(agreement)}
+            "query_color": list(QUERY), "agreement": _agreement(agreement), "layout": layout,
+            "layouts": list(LAYOUTS)}
 
 
 def _shape(state: ViewerState) -> dict:
@@ -170,7 +175,7 @@ def measured_agreement(session: ViewSession, *, shapes: int = 64) -> dict | None
 def classification_page(session: ViewSession, out: str | Path, *, indices: Sequence[int],
                         block: int | None = None, k: int | None = None, coloring: str | None = None,
                         query: int | None = None, agreement: dict | None = None,
-                        measure_agreement: bool = True) -> Path:
+                        measure_agreement: bool = True, layout: str | None = None) -> Path:
     """Write the classification page of ``session`` to ``out`` (see :func:`classification_data`).
 
     ``agreement`` None and ``measure_agreement``: measured here (:func:`measured_agreement`).
@@ -180,20 +185,20 @@ def classification_page(session: ViewSession, out: str | Path, *, indices: Seque
     if agreement is None and measure_agreement:
         agreement = measured_agreement(session)
     data = classification_data(shown, indices, block=block, k=k, coloring=coloring or "neighbours",
-                               query=query, agreement=agreement)
+                               query=query, agreement=agreement, layout=layout or "side_by_side")
     title = f"{session.config.model} ({session.checkpoint.name}): feature-space vs 3D neighbours"
     return write_page(out, title=title, data=data, script=SCRIPT, help_html=HELP)
 
 
-HELP = """<b>Controls.</b> <i>shape</i>: a test shape (true and predicted class).
-<i>block</i>: the block whose points and features are shown (M points, K neighbours).
-<i>colouring</i>: the colour of the points that are not neighbours (grey; the predicted or true class;
-the part of each point). <b>Click a point</b> in either panel to make it the query (the larger blue
-point): the left panel paints its K nearest neighbours in the block's <i>feature space</i>, the right
-panel its K nearest in <i>3D space</i> (itself included). Drag to rotate (both panels turn together),
-scroll to zoom. Small points: the input cloud. The table: the share of a point's K nearest neighbours
-that lie in its part, mean over the points of a block and over the test shapes (chance: all other
-points of the block)."""
+HELP = """<b>Controls.</b> <i>shape</i>: a test shape (true and predicted class). <i>block</i>: the block
+whose points and features are shown (M points, K neighbours). <i>colouring</i>: the colour of the
+points that are not neighbours (grey; the predicted or true class; the part of each point).
+<i>panels</i>: both, the feature-space panel or the 3D one. <b>Click a point</b> in either panel to
+make it the query (the larger blue point): the left panel paints its K nearest neighbours in the
+block's <i>feature space</i>, the right panel its K nearest in <i>3D space</i> (itself included).
+Drag to rotate (both panels turn together), scroll to zoom. Small points: the input cloud. The
+table: the share of a point's K nearest neighbours that lie in its part, mean over the points of a
+block and over the test shapes (chance: all other points of the block)."""
 
 SCRIPT = r"""
 (function () {
@@ -262,6 +267,11 @@ SCRIPT = r"""
     if (e) h += '<div>Block ' + st.block + ': ' + e.verdict + '.</div>';
     side.innerHTML = h;
   };
-  V.finish(draw().then(function () { V.linkCameras(); }));
+  const showLayout = function (v) {
+    st.layout = v; V.hide('feature', v === 'xyz'); V.hide('xyz', v === 'feature'); return draw();
+  };
+  st.layout = D.layout;
+  V.select('panels', D.layouts.map(function (l) { return [l, l]; }), st.layout, showLayout, 'sel-layout');
+  V.finish(showLayout(D.layout));
 })();
 """
