@@ -118,11 +118,18 @@ def _viewer_section(run, out: Path, agreement: dict | None = None) -> tuple[str,
         return "", {}
     page = write_html(SESSIONS[run.config.task](run), out / "viewer.html", agreement=agreement)
     size = page.stat().st_size / 1e6
+    what = {"classification": "pick a test shape and a block, click a point: its K nearest neighbours in "
+                              "the block's feature space beside its K nearest in 3D space, with the part "
+                              "agreement",
+            "reconstruction": "pick a test shape and a latent capsule (or click a reconstructed point): "
+                              "the points it decodes, the capsules by majority part, each capsule's purity",
+            "part_segmentation": "pick a test shape: true | predicted parts (wrong points black) | the "
+                                 "tree's clusters at any level, with the category's part names"}
+    what = what[run.config.task]
     return ("## Interactive viewer\n\n"
-            f"[viewer.html]({page.name}) ({size:.1f} MB): the same views in any browser, offline (one "
-            "self-contained file): pick a test shape, then click a point (classification: its feature-space "
-            "vs 3D neighbours), a capsule (autoencoders: the points it decodes) or a tree level (part "
-            f"segmentation). Also `pointabstract view {run.path} --html OUT.html`."), {}
+            f"[viewer.html]({page.name}) ({size:.1f} MB, one self-contained file: opens offline in any "
+            f"browser): {what}. Other shapes or options: `pointabstract view {run.path} --html OUT.html` "
+            "(docs/browser_viewer.md)."), {}
 
 
 def _render_section(what: str, build, run, out: Path) -> tuple[str, dict]:
