@@ -1,7 +1,7 @@
 # The README's two commands: `make demo` and `make test`. Each does the whole set-up on a
 # fresh machine (a .venv, the CPU build of torch first, the package with its extras, the
-# Debian libraries Open3D needs when running as root, the compiled kernels) and skips it when it
-# is already done.
+# Debian libraries Open3D needs and Chromium for the browser viewer's tests, when running as
+# root; the compiled kernels) and skips it when it is already done.
 
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
@@ -10,6 +10,9 @@ PY := $(VENV)/bin/python
 # one stamp per torch spec: `make test TORCH=torch==2.9.1` re-runs the set-up
 STAMP := $(VENV)/.setup-$(shell printf '%s' '$(TORCH)' | md5sum | cut -c1-8)
 APT_PACKAGES := libusb-1.0-0 libgl1 libgomp1 libegl1 libegl-mesa0 mesa-vulkan-drivers xvfb
+# the browser viewer's tests open its pages in a headless Chromium (tests/viz/test_html_browser.py);
+# where it cannot be installed they are skipped, saying so, and the set-up goes on
+BROWSER_PACKAGES := chromium
 
 .PHONY: setup system-deps demo demo-data demo-classify demo-capsules demo-parts test test-all lint bench clean
 
@@ -36,6 +39,18 @@ system-deps:
 	    echo "note: Debian packages missing ($$missing): Open3D may not import; install them as root"; \
 	  fi; \
 	fi
+	@missing=$$(for p in $(BROWSER_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages for the browser viewer's tests: $$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null 2>&1; } || \
+	      echo "note: could not install $$missing: the browser tests will be skipped"; \
+	  else \
+	    echo "note: $$missing not installed: the browser viewer's tests are skipped; install it as root"; \
+	  fi; \
+	fi
 
 SYNTH := datasets/synthetic
 CLI := $(PY) -m pointabstract.cli
@@ -46,13 +61,15 @@ CLI := $(PY) -m pointabstract.cli
 demo: setup demo-data
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory demo-classify demo-capsules demo-parts && \
-	echo "make demo: $$(( $$(date +%s) - start )) s after set-up; reports under runs/demo/"
+	echo "make demo: $$(( $$(date +%s) - start )) s after set-up; reports under runs/demo/; open in a browser:" && \
+	ls runs/demo/eval_last/viewer.html runs/demo/*/eval_last/viewer.html
 
 # a complete generated set carries its manifest (written last, the set swapped in whole); an
 # earlier set of its own is replaced, anything else in $(SYNTH) is refused, never overwritten
 demo-data: setup
 	@test -f $(SYNTH)/.pointabstract-synth.json || $(CLI) data synth --out $(SYNTH) --overwrite
 
+# every eval also writes viewer.html beside its report.md: the browser viewer, one offline page
 # classification: the demo-sized centroid transformer, evaluated, with what it groups together
 demo-classify: setup demo-data
 	$(CLI) train demo --overwrite

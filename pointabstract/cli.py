@@ -91,15 +91,45 @@ def _eval(args: argparse.Namespace) -> int:
     from .engine import default_eval_dir, evaluate_checkpoint, load_config, task_class
 
     sections = [_capsule_section]  # adds itself to the reports of capsule autoencoders only
+    found: dict = {}  # the neighbourhood section's metrics, shown again by the page
     if args.neighbourhoods:
-        sections.append(_neighbourhood_section)
+        sections.append(lambda run, out: _kept(_neighbourhood_section(run, out), found))
     sections.append(_segmentation_section)  # part-segmentation runs only (others: no section)
+    sections.append(lambda run, out: _viewer_section(run, out, found.get("part_agreement_training_points")))
     metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
                                   votes=args.votes, device=args.device, sections=sections)
     cfg = load_config(None, {"model": metrics["model"], "task": metrics["task"]})
     out = args.out or default_eval_dir(args.checkpoint)
     print(f"{task_class(cfg.task)(cfg).summary(metrics)}; report in {Path(out) / 'report.md'}")
     return 0
+
+
+def _kept(section: tuple[str, dict], found: dict) -> tuple[str, dict]:
+    found.update(section[1])
+    return section
+
+
+def _viewer_section(run, out: Path, agreement: dict | None = None) -> tuple[str, dict]:
+    """The browser viewer (viewer.html beside report.md: 16 test shapes, every task) and the
+    report's link to it."""
+    from .viz.tasks import SESSIONS, write_html
+
+    if run.config.task not in SESSIONS:
+        return "", {}
+    page = write_html(SESSIONS[run.config.task](run), out / "viewer.html", agreement=agreement)
+    size = page.stat().st_size / 1e6
+    what = {"classification": "pick a test shape and a block, click a point: its K nearest neighbours in "
+                              "the block's feature space beside its K nearest in 3D space, with the part "
+                              "agreement",
+            "reconstruction": "pick a test shape and a latent capsule (or click a reconstructed point): "
+                              "the points it decodes, the capsules by majority part, each capsule's purity",
+            "part_segmentation": "pick a test shape: true | predicted parts (wrong points black) | the "
+                                 "tree's clusters at any level, with the category's part names"}
+    what = what[run.config.task]
+    return ("## Interactive viewer\n\n"
+            f"[viewer.html]({page.name}) ({size:.1f} MB, one self-contained file: opens offline in any "
+            f"browser): {what}. Other shapes or options: `pointabstract view {run.path} --html OUT.html` "
+            "(docs/browser_viewer.md)."), {}
 
 
 def _render_section(what: str, build, run, out: Path) -> tuple[str, dict]:

@@ -446,6 +446,13 @@ ROWS = [
      r"batch must hold non-negative cloud ids sorted in ascending order"),
     ("pyg.radius_graph: a float batch vector", lambda t: pyg.radius_graph(X10, 0.5, torch.zeros(10)), TypeError,
      r"batch must be an integer tensor, got torch.float32"),
+    ("browser page: an index that does not fit its dtype",
+     lambda t: __import__("pointabstract.viz.core.html", fromlist=["x"]).encode_array(np.array([70000]), "u2"),
+     ValueError, r"array values in \[70000, 70000\] do not fit dtype u2"),
+    ("browser page: read a file that is no viewer page",
+     lambda t: (t / "x.html").write_text("<html></html>") and
+     __import__("pointabstract.viz.core.html", fromlist=["x"]).read_page_data(t / "x.html"),
+     ValueError, r"x.html: no pointabstract viewer data \(no script #pa-data\) in this file"),
 ]
 
 CLI_ROWS = [
@@ -513,6 +520,12 @@ CLI_ROWS = [
      r"--budgets must be distinct integers >= 1, got \[3, 3\]"),
     ("bench curves: a negative budget", ["bench", "curves", "sequoia_seg", "--budgets", "-2", "--dry-run"],
      r"--budgets must be distinct integers >= 1, got \[-2\]"),
+    ("view --html: a folder", ["view", "{file}", "--html", "{tmp}"],
+     r"--html .* is a folder; give a file name such as .*viewer.html"),
+    ("view --html: a folder that cannot be written", ["view", "{file}", "--html", "{file}/viewer.html"],
+     r"--html .*file/viewer.html: folder .*file cannot be written: Not a directory"),
+    ("view --html: with --png", ["view", "{file}", "--html", "{tmp}/v.html", "--png", "{tmp}/v.png"],
+     r"--html writes the page alone; drop --png"),
 ]
 
 

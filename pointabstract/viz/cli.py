@@ -40,6 +40,7 @@ EPILOG = """examples:
   pointabstract view runs/demo/parts/last.pt --level 3 --png parts.png  true | predicted parts | tree level 3
   pointabstract view runs/demo/last.pt --index 3 --png view.png         neighbourhoods of a classifier
   pointabstract view runs/ae_ca/last.pt                                 window: N / B cycle the capsules
+  pointabstract view runs/demo/last.pt --html viewer.html               the same in a browser, 16 shapes
   pointabstract view runs/ae_ca/last.pt --capsule 2 --png caps.png      input | reconstruction, capsule 2
   pointabstract view runs/ae_ca/last.pt --color parts --png parts.png   capsules by majority part
   pointabstract view runs/ae_dr/last.pt --compare runs/ae_ca/last.pt --figure fig5.png
@@ -69,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="render the scene offscreen to this PNG instead of opening a window: each "
                              "panel titled (what it shows, what its colours mean; under about 245 "
                              "pixels high: the panels alone)")
+    parser.add_argument("--html", type=Path, metavar="OUT",
+                        help="write one self-contained interactive HTML page instead (opens offline in any "
+                             "browser): --samples shapes from --index, every block / capsule / tree level "
+                             "selectable, a click picks the query point (classification) or the capsule")
+    parser.add_argument("--samples", type=int, default=16,
+                        help="with --html: shapes in the page's shape selector (default: 16)")
     parser.add_argument("--figure", type=Path, metavar="OUT",
                         help="write the report figure instead, 3 samples from --index on: classification: "
                              "3 query points each, feature-space vs 3D-space panels; autoencoder: the input, "
@@ -138,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"keys {unknown} are not in the key map {sorted(known)}")
         if args.compare is not None and args.figure is None:
             raise ValueError("--compare needs --figure OUT.png (the figure of both checkpoints)")
+        if args.html is not None:
+            return _html(args)
         if args.figure is not None:
             return _figure(args)
         if args.context_pool is not None:
@@ -209,6 +218,24 @@ def _figure(args: argparse.Namespace) -> int:
     indices = [i for i in range(args.index, args.index + 3) if i < len(session)] or [args.index]
     out = FIGURES[task](session, args, indices)
     print(f"wrote {out}")
+    return 0
+
+
+def _html(args: argparse.Namespace) -> int:
+    """``--html OUT``: the task's browser page (:data:`~.tasks.HTMLS`), the path checked first."""
+    from .core.html import check_out_path
+    from .tasks import load_session, write_html
+
+    others = [f"--{name.replace('_', '-')}" for name in ("png", "figure", "keys", "context_pool", "compare")
+              if getattr(args, name, None) is not None]
+    if others:
+        raise ValueError(f"--html writes the page alone; drop {' and '.join(others)}")
+    check_out_path(args.html)  # a bad path is said before the checkpoint is loaded
+    session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
+    _check_options(args, session.config.task)
+    out = write_html(session, args.html, args=args, index=args.index, samples=args.samples)
+    size = out.stat().st_size / 1e6
+    print(f"wrote {out} ({size:.1f} MB, self-contained: open it in a browser, no network needed)")
     return 0
 
 

@@ -5,7 +5,8 @@ The tasks are :mod:`.classification` (feature-space vs 3D neighbourhoods), :mod:
 (``reconstruction``: input vs reconstruction by latent capsule) and :mod:`.segmentation`
 (``part_segmentation``: true vs predicted parts, tree clusters). This module imports them;
 none of them imports it (nor :mod:`.cli`): a new task is a subpackage with the same files
-(``session.py``, ``scenes.py``, ``figures.py``, ``app.py``) and one row in each table below.
+(``session.py``, ``scenes.py``, ``figures.py``, ``app.py``, ``html.py``) and one row in each table
+below. :data:`HTMLS` holds each task's browser page writer (``view --html``, ``eval``'s viewer.html).
 
 A state class offers: ``KEYMAP`` (token -> (GLFW code, what it does)), ``TITLE``,
 ``from_args(session, args)`` (the state ``pointabstract view`` asks for), ``press(key) -> status``,
@@ -30,7 +31,8 @@ from .core.loading import not_shown, restore_run
 from .segmentation.app import SegViewerState
 from .segmentation.session import SegSession
 
-__all__ = ["FIGURES", "OPTIONS", "PNGS", "SESSIONS", "STATES", "load_session", "viewer_state"]
+__all__ = ["FIGURES", "HTMLS", "OPTIONS", "PNGS", "SESSIONS", "STATES", "html_indices", "load_session",
+           "viewer_state", "write_html"]
 
 # task -> the viewer's session of its runs, built from the restored run (engine.restored.Restored)
 SESSIONS: dict[str, Callable] = {
@@ -130,3 +132,72 @@ FIGURES = {
 PNGS = {
     "part_segmentation": _segmentation_png,
 }
+
+
+def _classification_html(session, args: argparse.Namespace, indices: list[int], out: Path, *,
+                         agreement: dict | None = None) -> Path:
+    from .classification.html import classification_page
+
+    return classification_page(session, out, indices=indices, block=args.block, k=args.k,
+                               coloring=args.color, query=args.query, agreement=agreement, layout=args.layout)
+
+
+def _capsule_html(session, args: argparse.Namespace, indices: list[int], out: Path, **_) -> Path:
+    from .capsules.html import capsule_page
+
+    return capsule_page(session, out, indices=indices, capsule=args.capsule, coloring=args.color,
+                        layout=args.layout)
+
+
+def _segmentation_html(session, args: argparse.Namespace, indices: list[int], out: Path, **_) -> Path:
+    from .segmentation.html import segmentation_page
+
+    if args.color is not None:
+        raise ValueError("--color does not apply to a part-segmentation checkpoint (its panels show the true "
+                         "parts, the predicted parts and the tree's clusters; --layout all|parts|tree picks "
+                         "which)")
+    return segmentation_page(session, out, indices=indices, level=args.level, layout=args.layout)
+
+
+# task -> its browser page writer: (session, arguments, sample indices, out path, agreement=) -> path
+HTMLS = {
+    "classification": _classification_html,
+    "reconstruction": _capsule_html,
+    "part_segmentation": _segmentation_html,
+}
+
+HTML_ARGS = {"block": None, "k": None, "color": None, "query": None, "capsule": None, "level": None,
+             "layout": None}  # what write_html passes when the caller gives no view arguments
+
+
+def html_indices(session, *, index: int = 0, samples: int = 16) -> list[int]:
+    """The shapes a page shows: ``samples`` consecutive shapes of the split from ``index`` (fewer
+    when the split ends first)."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    n = len(session)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+        raise ValueError(f"index {index!r} is out of range: the {session.split} split has {n} samples "
+                         f"(0..{n - 1})")
+    return list(range(index, min(n, index + samples)))
+
+
+def write_html(session, out: str | Path, *, args: argparse.Namespace | None = None, index: int = 0,
+               samples: int = 16, agreement: dict | None = None) -> Path:
+    """The browser page of ``session``'s task (:data:`HTMLS`) written to ``out``.
+
+    Args:
+        session: a task's session (:func:`load_session`, or ``SESSIONS[task](restored run)``).
+        out: the HTML file to write (its folder created; written atomically).
+        args: ``pointabstract view`` arguments (``--block --k --color --query --capsule --level
+            --layout``); None: every default.
+        index, samples: the shapes shown (:func:`html_indices`).
+        agreement: classification: the part-agreement numbers to show (None: measured on the
+            part-labelled copy of the test split when the data root has one).
+    """
+    task = session.config.task
+    if task not in HTMLS:
+        raise ValueError(f"the browser viewer shows {' and '.join(HTMLS)} runs; this is a '{task}' run")
+    args = argparse.Namespace(**HTML_ARGS) if args is None else args
+    return HTMLS[task](session, args, html_indices(session, index=index, samples=samples), Path(out),
+                       agreement=agreement)
