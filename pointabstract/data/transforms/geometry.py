@@ -55,11 +55,19 @@ class NormalizeUnitSphere(Transform):
     points all coincide is only centred.
     """
 
+    @staticmethod
+    def frame(pos: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(centre (3,) float64, radius)`` of ``pos`` (N, 3): the transform maps ``p`` to
+        ``(p - centre) / radius`` (radius 1 when the points coincide), so ``q * radius + centre``
+        maps a point of the normalised frame back (what ``pointabstract predict`` writes)."""
+        pos = np.asarray(pos, dtype=np.float64)
+        centre = pos.mean(axis=0)
+        radius = float(np.linalg.norm(pos - centre, axis=1).max())
+        return centre, radius if radius > 0 else 1.0
+
     def _apply(self, sample, params):
-        pos = sample["pos"].astype(np.float64)
-        pos = pos - pos.mean(axis=0)
-        radius = np.linalg.norm(pos, axis=1).max()
-        return _with_pos(sample, pos / radius if radius > 0 else pos)
+        centre, radius = self.frame(sample["pos"])
+        return _with_pos(sample, (sample["pos"].astype(np.float64) - centre) / radius)
 
 
 class NormalizeUnitCube(Transform):

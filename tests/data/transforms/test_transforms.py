@@ -376,3 +376,16 @@ def test_same_batches_with_any_number_of_workers():
     assert not torch.equal(_batches(dataset, 0)[0]["pos"], single[0]["pos"])
     for before, after in zip(cache, dataset.clouds):  # the cached arrays were never touched
         _assert_same(before, after)
+
+
+def test_unit_sphere_frame_hand_computed_and_inverse():
+    """frame() is what the transform applies: (p - centre) / radius, and q * radius + centre maps back."""
+    pos = np.array([[0, 0, 0], [4, 0, 0], [2, 3, 0], [2, -3, 0]], dtype=np.float32)  # centroid (2, 0, 0)
+    centre, radius = NormalizeUnitSphere.frame(pos)
+    assert np.allclose(centre, [2, 0, 0]) and radius == pytest.approx(3.0)
+    out = NormalizeUnitSphere()({"pos": pos})["pos"]
+    assert np.allclose(out, (pos - centre) / radius)
+    assert np.allclose(out * radius + centre, pos, atol=1e-6)
+    same = np.ones((5, 3), dtype=np.float32)  # coinciding points: only centred, radius 1
+    assert NormalizeUnitSphere.frame(same)[1] == 1.0
+    assert np.allclose(NormalizeUnitSphere()({"pos": same})["pos"], 0)
