@@ -21,3 +21,12 @@ if OPENMP_SPINS and os.environ.get("POINTABSTRACT_OPENMP_TEAM", "1") != "0":  # 
     throttle_spinning()
 
 __version__ = "0.1.0"
+
+
+def load(checkpoint, device="cpu"):
+    """A trained checkpoint as a predictor for your own files and arrays, no dataset needed:
+    ``pointabstract.load("runs/demo/last.pt").predict("chair.ply")`` (see
+    :func:`pointabstract.predict.load` and docs/predict.md)."""
+    from .predict import load as _load
+
+    return _load(checkpoint, device=device)

@@ -225,14 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
         sub_parser.set_defaults(func=module.main)
 
     from .data.cli import add_parser as add_data_parser
+    from .predict.cli import add_parser as add_predict_parser
     from .viz.cli import add_parser as add_view_parser
 
     add_data_parser(sub)
+    add_predict_parser(sub)
     add_view_parser(sub)
     return parser
 
 
-KERNEL_COMMANDS = ("train", "eval", "bench", "view")  # commands that run the compiled ops
+KERNEL_COMMANDS = ("train", "eval", "bench", "view", "predict")  # commands that run the compiled ops
 
 
 def uncompiled_kernels(modules=None) -> list[str]:
@@ -298,7 +300,7 @@ OPTIONAL = {"yaml": "train", "matplotlib": "train", "tensorboard": "train", "PIL
             "torch_geometric": "pyg", "scipy": "backends", "fpsample": "backends", "pykdtree": "backends"}
 # the extras each command needs (pyproject.toml); `train` includes `data`
 COMMAND_EXTRAS = {"train": ("train",), "eval": ("train",), "bench": ("train",), "view": ("viz", "train"),
-                  "data": ("data",)}
+                  "data": ("data",), "predict": ("train",)}
 _INCLUDED = {"train": ("train", "data")}
 
 

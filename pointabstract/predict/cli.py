@@ -1,0 +1,151 @@
+"""``pointabstract predict CHECKPOINT INPUT...``: a trained model on files, folders and globs.
+
+Inputs are read, prepared and predicted in batches of the run's ``data.eval_batch_size``. Each
+file gets one line (classification: its row of the table of top-k classes; the others: what was
+written), under a progress bar when stderr is a terminal. A file that cannot be used (unreadable,
+too few points, no category, ...) is reported on stderr as ``skipped FILE: reason`` and the
+others are still predicted and written; the exit code is then 1 (0: every file predicted; 2: a
+user error stopped the command, e.g. a bad checkpoint or an option of another task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .writers import output_names, write_classes, write_parts, write_reconstruction
+
+__all__ = ["add_parser", "run"]
+
+USER_ERRORS = (ValueError, TypeError, OSError)
+EPILOG = """examples:
+  pointabstract predict runs/demo/last.pt chair.ply scans/*.off --top-k 3 --out preds
+  pointabstract predict runs/demo/capsules_ca/last.pt mug.obj --out recon --per-capsule
+  pointabstract predict runs/demo/parts/last.pt mug.ply --category Mug --out parts
+"""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``predict`` to the main CLI's subparsers (``func`` = :func:`run`)."""
+    p = subparsers.add_parser("predict", help="use a trained model on your own files (docs/predict.md)",
+                              description="Classify, reconstruct or part-segment shape files with a trained "
+                                          "checkpoint; no dataset needed.", epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", type=Path, help="a trainer checkpoint (last.pt / best.pt)")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="shape files, folders or globs")
+    p.add_argument("--top-k", type=int, dest="top_k",
+                   help="classification: classes shown per file (default 5)")
+    p.add_argument("--votes", type=int, help="classification / part segmentation: test-time copies averaged, "
+                                             "as eval (default: the run's task.votes)")
+    p.add_argument("--out", type=Path, help="output folder (classification: predictions.json / .csv, none "
+                                            "without it; the others: default ./predictions)")
+    p.add_argument("--category", help="part segmentation: the ShapeNetPart category of every input (default: "
+                                      "the synset folder a file lies in)")
+    p.add_argument("--per-capsule", action="store_true", dest="per_capsule",
+                   help="reconstruction: also one PLY per latent capsule")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Predict every input file; returns the exit code (module docstring)."""
+    from . import load
+
+    predictor = load(args.checkpoint, device=args.device)
+    predictor.check_options(top_k=args.top_k, votes=args.votes, category=args.category,
+                            per_capsule=args.per_capsule or None)
+    if args.category is not None:
+        predictor.category_of(None, "--category", args.category)
+    files, skipped = _files(args.inputs)
+    out = args.out if args.out is not None or predictor.task == "classification" else Path("predictions")
+    names = dict(zip(files, output_names([str(f) for f in files])))
+    results = []
+    for chunk in _chunks(files, predictor.batch_size, progress=sys.stderr.isatty()):
+        prepared = [p for f in chunk if (p := _prepared(predictor, f, args.category, skipped)) is not None]
+        if prepared:
+            found = predictor.run(prepared, top_k=args.top_k, votes=args.votes, category=args.category)
+            results += [_report(predictor, p, r, out, names[p.cloud.path], args)
+                        for p, r in zip(prepared, found)]
+    if predictor.task == "classification" and out is not None and results:
+        written = write_classes(results, out)
+        print(f"wrote {written[0]} and {written[1]}")
+    return _summary(len(results), skipped)
+
+
+def _files(inputs: list[str]) -> tuple[list[Path], list[str]]:
+    """The files of each input (file, folder, glob); an input that lists none is a skip."""
+    from ..data.files import find_shape_files
+
+    files, skipped = [], []
+    for item in inputs:
+        try:
+            found = find_shape_files([item])
+        except USER_ERRORS as err:
+            skipped.append(_skip(item, err))
+            continue
+        if not found:
+            skipped.append(_skip(item, "no shape file found"))
+        files += [f for f in found if f not in files]
+    return files, skipped
+
+
+def _skip(what, reason) -> str:
+    text = " ".join(str(reason).split())
+    line = f"skipped {text}" if str(what) in text else f"skipped {what}: {text}"
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
+def _chunks(files: list[Path], size: int, *, progress: bool):
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(files), desc="predict", unit="file", disable=not progress, file=sys.stderr,
+              leave=False) as bar:
+        for start in range(0, len(files), size):
+            yield files[start:start + size]
+            bar.update(min(size, len(files) - start))
+
+
+def _prepared(predictor, path: Path, category, skipped: list[str]):
+    """``path`` read and prepared (its category checked for part segmentation), or None after
+    reporting why it is skipped."""
+    try:
+        prepared = predictor.prepare([path])[0]
+        if predictor.task == "part_segmentation":
+            predictor.category_of(path, str(path), category)
+        return prepared
+    except USER_ERRORS as err:
+        skipped.append(_skip(path, err))
+        return None
+
+
+def _report(predictor, prepared, result, out: Path | None, name: str, args):
+    """Write ``result``'s files and print its line; returns the result."""
+    notes = f"  [{'; '.join(result.notes)}]" if result.notes else ""
+    if predictor.task == "classification":
+        row = "  ".join(f"{n} {p:.3f}" for n, p in zip(result.names, result.probabilities))
+        _print(f"{result.source}: {row}{notes}")
+    elif predictor.task == "reconstruction":
+        paths = write_reconstruction(result, out, name, per_capsule=args.per_capsule)
+        _print(f"{result.source}: Chamfer {result.chamfer * 1e3:.3f} x 1e-3 (unit sphere), wrote {paths[0]}"
+               f"{f' and {len(paths) - 1} capsule files' if len(paths) > 1 else ''}{notes}")
+    else:
+        paths = write_parts(result, out, name, faces=prepared.cloud.faces)
+        _print(f"{result.source}: {len(result.labels)} points, {result.category}, wrote {paths[0]} and "
+               f"{paths[1].name}{notes}")
+    return result
+
+
+def _print(line: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stdout)
+
+
+def _summary(done: int, skipped: list[str]) -> int:
+    if not skipped:
+        return 0
+    print(f"error: {len(skipped)} input(s) skipped (listed above), {done} predicted", file=sys.stderr)
+    return 1

@@ -1,0 +1,102 @@
+"""One input cloud turned into the model's input, as training and ``eval`` fed it.
+
+Steps, in order (each one that changes the input adds a note to the result):
+
+1. **N points.** A mesh is sampled by area (:func:`pointabstract.data.files.sample_shape`, N
+   points with the triangles' normals, seeded with the run's seed). A cloud of exactly N points
+   is used as it is. A larger cloud is reduced to N by farthest point sampling from its first
+   point (``ops.farthest_point_sample`` through the loaders' ``point_indices``). A smaller one
+   is refused below :func:`minimum_points` (a quarter of N) and otherwise filled up to N with
+   repeated points (``point_indices(undersized="repeat")``, seeded).
+2. **Normals**, when the model was trained with them (``data.use_normals``): from the file or
+   the array's columns 4-6, the mesh's triangles; a cloud without any is refused.
+3. **Frame.** The points are centred and scaled into the unit sphere by
+   :class:`~pointabstract.data.NormalizeUnitSphere` (for reconstruction it is the task's own
+   transform, ``task.transform(train=False)``; classification and part segmentation train on
+   data stored in the unit sphere and apply no transform themselves: ``normalize="none"``
+   feeds the points as given, as ``eval`` feeds a dataset sample). The centre and radius are
+   kept, so outputs are mapped back into the input's own coordinates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..data import NormalizeUnitSphere, point_indices
+from .inputs import Cloud
+
+__all__ = ["NORMALIZE", "Prepared", "minimum_points", "prepare"]
+
+NORMALIZE = ("unit_sphere", "none")
+
+
+@dataclass
+class Prepared:
+    """One input ready for the model."""
+
+    cloud: Cloud
+    pos: np.ndarray  # (N, 3) float32 in the model's frame
+    normal: np.ndarray | None  # (N, 3) float32 when the model takes normals
+    seen: np.ndarray  # (N, 3) float32: the same N points in the input's coordinates
+    centre: np.ndarray  # (3,) float64: seen = pos * radius + centre
+    radius: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_input_frame(self, points: np.ndarray) -> np.ndarray:
+        """(M, 3) points of the model's frame in the input's coordinates (float32)."""
+        return (np.asarray(points, dtype=np.float64) * self.radius + self.centre).astype(np.float32)
+
+
+def minimum_points(num_points: int) -> int:
+    """The fewest points a cloud may have for a model of N points: a quarter of N (at least 1);
+    below it, repeating points would make up most of what the model sees."""
+    return max(1, num_points // 4)
+
+
+def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed: int) -> Prepared:
+    """``cloud`` as the model's input (see the module docstring); ``transform`` is the frame's
+    transform (a :class:`~pointabstract.data.NormalizeUnitSphere` or a Compose holding one) or
+    None for ``normalize="none"``.
+
+    Raises:
+        ValueError: naming the cloud: too few points, no normals for a model that needs them.
+    """
+    pos, normal, notes = _pick(cloud, num_points, seed)
+    if use_normals and normal is None:
+        raise ValueError(f"{cloud.name}: the model was trained with normals (data.use_normals) and this "
+                         "cloud has none (give x y z nx ny nz columns, or a mesh)")
+    sample = {"pos": pos, **({"normal": normal} if use_normals else {})}
+    if transform is None:
+        centre, radius = np.zeros(3), 1.0
+    else:
+        centre, radius = NormalizeUnitSphere.frame(pos)
+        sample = transform(sample)
+    return Prepared(cloud, np.ascontiguousarray(sample["pos"], dtype=np.float32),
+                    sample.get("normal"), pos, centre, radius, [*cloud.notes, *notes])
+
+
+def _pick(cloud: Cloud, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    """The N points (and normals) the model sees, in the input's coordinates, and what was done."""
+    rng = np.random.default_rng(seed)
+    if cloud.is_mesh:
+        from ..data.files import sample_shape
+
+        pos, normal = sample_shape(cloud.shape, n, rng=rng)
+        return (np.asarray(pos, dtype=np.float32), normal,
+                [f"mesh of {len(cloud.points)} vertices: {n} points sampled by area (seed {seed})"])
+    v = len(cloud.points)
+    if v < minimum_points(n):
+        raise ValueError(f"{cloud.name}: has {v} points, fewer than the {minimum_points(n)} this model needs "
+                         f"(a quarter of its {n} input points)")
+    if v == n:
+        idx, notes = np.arange(n), []
+    elif v > n:
+        idx = point_indices(v, n, sampling="fps", pos=cloud.points)
+        notes = [f"{v} points reduced to the model's {n} by farthest point sampling"]
+    else:
+        idx = point_indices(v, n, sampling="first", rng=rng, undersized="repeat")
+        notes = [f"{v} points, fewer than the model's {n}: {n - v} of them repeated (seed {seed})"]
+    normal = None if cloud.normals is None else np.ascontiguousarray(cloud.normals[idx], dtype=np.float32)
+    return np.ascontiguousarray(cloud.points[idx], dtype=np.float32), normal, notes

@@ -1,0 +1,110 @@
+"""The files ``pointabstract predict`` writes, each atomically (a temporary file renamed over it).
+
+- classification: ``predictions.json`` (every file's top-k classes, probabilities, notes) and
+  ``predictions.csv`` (``file,rank,class,probability``, one row per class of each file's top k);
+- reconstruction: ``<name>.recon.ply`` (decoded points in the input's coordinates, coloured by
+  capsule) and, with ``--per-capsule``, ``<name>.capsule<j>.ply`` (the points of capsule j);
+- part segmentation: ``<name>.parts.ply`` (every input point, input order, coloured by part; a
+  mesh keeps its faces) and ``<name>.parts.txt`` (one global part id per line, input order).
+
+PLY files are binary little-endian with ``x y z`` float32 and ``red green blue`` uchar.
+``<name>`` is the input's file name without its extension, made unique within one run
+(``chair``, ``chair-2``, ...).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .results import ClassPrediction, PartPrediction, Reconstruction
+
+__all__ = ["output_names", "ply_bytes", "write_classes", "write_parts", "write_reconstruction"]
+
+
+def output_names(sources: list[str]) -> list[str]:
+    """A distinct base name per source: its stem, ``-2``, ``-3``... added on repeats."""
+    seen: dict[str, int] = {}
+    names = []
+    for source in sources:
+        stem = Path(source).stem or "cloud"
+        seen[stem] = seen.get(stem, 0) + 1
+        names.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
+    return names
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def ply_bytes(points: np.ndarray, colors: np.ndarray, faces: np.ndarray | None = None) -> bytes:
+    """A binary PLY of ``points`` (V, 3) with ``colors`` (V, 3) floats in [0, 1] (and ``faces``
+    (F, 3) int triangles)."""
+    vertex = np.empty(len(points), dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"),
+                                          ("green", "u1"), ("blue", "u1")])
+    for i, axis in enumerate("xyz"):
+        vertex[axis] = points[:, i]
+    rgb = np.clip(np.rint(np.asarray(colors) * 255), 0, 255).astype(np.uint8)
+    for i, channel in enumerate(("red", "green", "blue")):
+        vertex[channel] = rgb[:, i]
+    header = ["ply", "format binary_little_endian 1.0", f"element vertex {len(points)}",
+              *(f"property float {a}" for a in "xyz"),
+              *(f"property uchar {c}" for c in ("red", "green", "blue"))]
+    body = vertex.tobytes()
+    if faces is not None and len(faces):
+        header += [f"element face {len(faces)}", "property list uchar int vertex_indices"]
+        table = np.empty(len(faces), dtype=[("n", "u1"), ("v", "<i4", (3,))])
+        table["n"], table["v"] = 3, faces
+        body += table.tobytes()
+    return ("\n".join([*header, "end_header"]) + "\n").encode() + body
+
+
+def write_classes(results: list[ClassPrediction], out: Path) -> list[Path]:
+    """``predictions.json`` and ``predictions.csv`` under ``out``."""
+    records = [{"file": r.source, "top_k": [{"class": n, "probability": round(p, 6)}
+                                            for n, p in zip(r.names, r.probabilities)],
+                "votes": r.votes, "notes": list(r.notes)} for r in results]
+    text = io.StringIO()
+    table = csv.writer(text, lineterminator="\n")
+    table.writerow(["file", "rank", "class", "probability"])
+    for r in results:
+        ranked = enumerate(zip(r.names, r.probabilities), 1)
+        table.writerows([r.source, rank, n, f"{p:.6f}"] for rank, (n, p) in ranked)
+    return [_write(out / "predictions.json", (json.dumps(records, indent=1) + "\n").encode()),
+            _write(out / "predictions.csv", text.getvalue().encode())]
+
+
+def write_reconstruction(r: Reconstruction, out: Path, name: str, *, per_capsule: bool = False) -> list[Path]:
+    """``<name>.recon.ply`` (and one PLY per capsule) under ``out``."""
+    from ..viz.core.colors import class_palette
+
+    colors = class_palette(r.num_capsules)[r.capsule]
+    paths = [_write(out / f"{name}.recon.ply", ply_bytes(r.points, colors))]
+    if per_capsule:
+        for j in range(r.num_capsules):
+            keep = r.capsule == j
+            paths.append(_write(out / f"{name}.capsule{j}.ply", ply_bytes(r.points[keep], colors[keep])))
+    return paths
+
+
+def write_parts(r: PartPrediction, out: Path, name: str, *, faces: np.ndarray | None = None) -> list[Path]:
+    """``<name>.parts.ply`` (coloured by part, ``faces`` kept) and ``<name>.parts.txt``."""
+    from ..viz.core.colors import part_palette
+
+    colors = part_palette()[r.labels]
+    text = "".join(f"{int(p)}\n" for p in r.labels)
+    return [_write(out / f"{name}.parts.ply", ply_bytes(r.points, colors, faces)),
+            _write(out / f"{name}.parts.txt", text.encode())]

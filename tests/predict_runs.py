@@ -1,0 +1,35 @@
+"""Tiny trained checkpoints of the three tasks for the predictor tests (trained once per session)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fixtures import TINY_MODEL, write_tiny_synthetic
+from tests.viz._capsule_runs import TINY_AE
+
+TINY_SEG = ["model.dim=8", "model.heads=2", "model.layers=2", "model.leaf_size=4", "model.siblings_k=4",
+            "model.mlp_ratio=1.0", "model.head_dim=16"]
+_RUNS: dict[str, Path] = {}
+
+
+def tiny_runs(tmp_path_factory) -> dict[str, Path]:
+    """``{"classification" | "reconstruction" | "part_segmentation": last.pt, "data": root}``: one
+    epoch each on the smallest built-in synthetic set (16 test shapes of 64 points), evaluated in
+    batches of 8 (so votes run over two batches)."""
+    from pointabstract.engine import load_config, train
+
+    if not _RUNS:
+        root = tmp_path_factory.mktemp("predict")
+        data = write_tiny_synthetic(root / "data")
+        common = [f"data.root={data}", "data.workers=0", "optim.epochs=1", "log.progress=false",
+                  "log.tensorboard=false", "data.eval_batch_size=8", "data.batch_size=8"]
+        runs = {"classification": ["model=centroid_transformer", "data.num_points=48", *TINY_MODEL],
+                "reconstruction": ["model=capsule_ae_demo_ca", "task=reconstruction", "data.dataset=shapenet_part",
+                                   "data.num_points=64", "task.bn_batches=2", *TINY_AE],
+                "part_segmentation": ["model=sequoia_seg", "data.dataset=shapenet_part", "data.num_points=48",
+                                      *TINY_SEG]}
+        for task, overrides in runs.items():
+            train(load_config(None, [*common, *overrides, f"log.out_dir={root / task}"]))
+            _RUNS[task] = root / task / "last.pt"
+        _RUNS["data"] = data
+    return _RUNS
