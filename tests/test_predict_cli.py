@@ -1,0 +1,104 @@
+"""pointabstract predict: agrees with the Python predictor, writes the documented files, reports
+and skips files it cannot use (exit code 1), refuses options of another task (exit code 2)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import pointabstract
+from pointabstract.cli import main
+from pointabstract.data import read_ply_points, write_off
+from tests.predict_runs import tiny_runs
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return tiny_runs(tmp_path_factory)
+
+
+def _clouds(folder, sizes=(48, 200, 30)):
+    """``.npy`` clouds of the given sizes, and a tetrahedron-pair OFF mesh, under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    paths = []
+    for i, n in enumerate(sizes):
+        paths.append(folder / f"c{i}.npy")
+        np.save(paths[-1], rng.normal(size=(n, 3)).astype(np.float32) * (i + 1))
+    mesh = folder / "m.off"
+    write_off(mesh, [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
+    return [*paths, mesh]
+
+
+def test_classification_cli_agrees_with_python(runs, tmp_path, capsys):
+    files = _clouds(tmp_path / "in")
+    assert main(["predict", str(runs["classification"]), str(tmp_path / "in"), "--top-k", "3",
+                 "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    records = json.loads((tmp_path / "out" / "predictions.json").read_text())
+    expected = pointabstract.load(runs["classification"]).predict(files, top_k=3)
+    assert [r["file"] for r in records] == [str(f) for f in sorted(files)] == [e.source for e in expected]
+    for record, e in zip(records, expected):
+        assert [c["class"] for c in record["top_k"]] == list(e.names)
+        assert np.allclose([c["probability"] for c in record["top_k"]], e.probabilities, atol=1e-6)
+        assert f"{e.source}: {e.names[0]} {e.probabilities[0]:.3f}" in out  # its table row
+    rows = (tmp_path / "out" / "predictions.csv").read_text().splitlines()
+    assert rows[0] == "file,rank,class,probability" and len(rows) == 1 + 3 * len(files)
+    assert "reduced to the model's 48 by farthest point sampling" in out
+
+
+def test_reconstruction_cli_writes_the_input_frame(runs, tmp_path, capsys):
+    files = _clouds(tmp_path / "in", sizes=(64, 100))
+    argv = ["predict", str(runs["reconstruction"]), *map(str, files[:2]), "--out", str(tmp_path / "out"),
+            "--per-capsule"]
+    assert main(argv) == 0
+    expected = pointabstract.load(runs["reconstruction"]).predict(files[:2])
+    for name, e in zip(("c0", "c1"), expected):
+        assert np.allclose(read_ply_points(tmp_path / "out" / f"{name}.recon.ply"), e.points)
+        parts = [read_ply_points(tmp_path / "out" / f"{name}.capsule{j}.ply") for j in range(e.num_capsules)]
+        assert sum(len(p) for p in parts) == len(e.points)
+        assert np.allclose(parts[1], e.points[e.capsule == 1])
+    assert "Chamfer" in capsys.readouterr().out
+
+
+def test_part_cli_labels_every_point_in_input_order(runs, tmp_path):
+    files = _clouds(tmp_path / "in", sizes=(300,))
+    assert main(["predict", str(runs["part_segmentation"]), str(files[0]), str(files[1]), "--category", "Mug",
+                 "--out", str(tmp_path / "out")]) == 0
+    expected = pointabstract.load(runs["part_segmentation"]).predict(files[:2], category="Mug")
+    labels = np.loadtxt(tmp_path / "out" / "c0.parts.txt", dtype=np.int64)
+    assert np.array_equal(labels, expected[0].labels) and labels.shape == (300,)
+    assert np.allclose(read_ply_points(tmp_path / "out" / "c0.parts.ply"), np.load(files[0]))
+    assert len(np.loadtxt(tmp_path / "out" / "m.parts.txt")) == 4  # the mesh's 4 vertices
+
+
+def test_many_files_with_failures_skip_and_exit_1(runs, tmp_path, capsys):
+    files = _clouds(tmp_path / "in", sizes=(48, 5))  # c1: 5 points, fewer than N / 4 = 12
+    (tmp_path / "in" / "broken.off").write_text("OFF\n3 1 0\n0 0 0\n")
+    code = main(["predict", str(runs["classification"]), str(tmp_path / "in"), str(tmp_path / "none.npy"),
+                 "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert code == 1
+    skipped = [line for line in captured.err.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 3 and any("broken.off" in s for s in skipped) and any("none.npy" in s for s in skipped)
+    assert any("c1.npy: has 5 points, fewer than the 12 this model needs" in s for s in skipped)
+    assert captured.err.splitlines()[-1] == "error: 3 input(s) skipped (listed above), 2 predicted"
+    records = json.loads((tmp_path / "out" / "predictions.json").read_text())
+    assert [r["file"] for r in records] == [str(files[0]), str(files[2])]
+    assert len([line for line in captured.out.splitlines() if line.startswith(str(tmp_path))]) == 2
+
+
+@pytest.mark.parametrize("task, option, message", [
+    ("classification", ["--per-capsule"], "per_capsule applies to reconstruction checkpoints"),
+    ("reconstruction", ["--category", "Mug"], "category applies to part_segmentation checkpoints"),
+    ("part_segmentation", ["--top-k", "2"], "top_k applies to classification checkpoints"),
+    ("part_segmentation", ["--category", "Sofa"], r"unknown category 'Sofa'; this model knows \['Airplane'"),
+])
+def test_options_of_another_task_are_one_line_errors(runs, tmp_path, capsys, task, option, message):
+    files = _clouds(tmp_path / "in", sizes=(48,))
+    assert main(["predict", str(runs[task]), str(files[0]), *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert __import__("re").search(message, err)
