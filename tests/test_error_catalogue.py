@@ -120,12 +120,69 @@ def _part_layout_missing_shape(tmp_path):
     return data.ShapeNetPart(tmp_path, "train")
 
 
+def _predictor(t, model="centroid_transformer", **flat):
+    """The predictor of an untrained tiny checkpoint of ``model`` (registry tiny size) written under ``t``."""
+    from pointabstract.engine import to_flat
+    from pointabstract.engine.tasks import task_class
+    from pointabstract.models import MODELS
+    from pointabstract.predict import load
+    from pointabstract.predict.loading import _adopt_names
+
+    cfg = load_config(None, {"model": model, **{f"model.{k}": v for k, v in MODELS[model].tiny.items()}, **flat})
+    task = task_class(cfg.task)(cfg)
+    state = {"class_names": ["a", "b", "c"]} if cfg.task == "classification" else {}
+    _adopt_names(task, cfg, state, "tiny")
+    net = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
+    atomic_save({"model": net.state_dict(), "config": to_flat(cfg), "epoch": 1, "task_state": state}, t / "p.pt")
+    return load(t / "p.pt")
+
+
+C48 = np.random.default_rng(0).normal(size=(48, 3)).astype(np.float32)
+
+
 X10 = torch.rand(10, 3, generator=torch.Generator().manual_seed(1))
 UNSORTED = torch.tensor([0, 0, 1, 1, 0, 1, 1, 1, 1, 1])
 
 
 # (id, call(tmp_path), error type, message regex)
 ROWS = [
+    # --- predict (pointabstract.load(...).predict) -----------------------------------------------
+    ("predict: a cloud of 2 columns", lambda t: _predictor(t).predict(C48[:, :2]), ValueError,
+     r"cloud 0 must have shape \(N, 3\) or \(N, 6\) \(x y z \[nx ny nz\]\), or be a batch \(B, N, 3\|6\), "
+     r"got \(48, 2\)"),
+    ("predict: NaN coordinates", lambda t: _predictor(t).predict(np.where(np.arange(48)[:, None] == 7, np.nan, C48)),
+     ValueError, r"cloud 0 holds NaN or Inf values \(first at point 7\)"),
+    ("predict: fewer points than the model needs", lambda t: _predictor(t).predict(C48[:3]), ValueError,
+     r"cloud 0: has 3 points, fewer than the 256 this model needs \(a quarter of its 1024 input points\)"),
+    ("predict: a dict instead of a cloud", lambda t: _predictor(t).predict({"pos": C48}), TypeError,
+     r"x must be a path, an \(N, 3\|6\) or \(B, N, 3\|6\) array \(NumPy or torch\) or a list of those, got dict"),
+    ("predict: a file that does not exist", lambda t: _predictor(t).predict(t / "chair.ply"), ValueError,
+     r"chair.ply: file not found"),
+    ("predict: top_k on an autoencoder", lambda t: _predictor(t, "capsule_ae_demo_ca").predict(C48, top_k=3),
+     ValueError, r"top_k applies to classification checkpoints; .*p.pt is a 'reconstruction' model"),
+    ("predict: zero votes", lambda t: _predictor(t).predict(C48, votes=0), ValueError,
+     r"votes must be a positive integer, got 0"),
+    ("predict: normalize='none' on an autoencoder",
+     lambda t: _predictor(t, "capsule_ae_demo_ca").predict(C48, normalize="none"), ValueError,
+     r"normalize='none' does not apply to reconstruction: its training normalises every cloud"),
+    ("predict: an unknown normalisation", lambda t: _predictor(t).predict(C48, normalize="cube"), ValueError,
+     r"normalize must be one of \['unit_sphere', 'none'\], got 'cube'"),
+    ("predict: a model trained with normals, a cloud without",
+     lambda t: _predictor(t, **{"data.use_normals": True}).predict(np.tile(C48, (6, 1))), ValueError,
+     r"cloud 0: the model was trained with normals \(data.use_normals\) and this cloud has none"),
+    ("predict: part segmenter without a category", lambda t: _predictor(t, "sequoia_seg", **{"data.num_points": 48}).predict(C48), ValueError,
+     r"cloud 0: a part-segmentation model needs the shape's category: give category= \(--category\) one of "
+     r"\['Airplane'"),
+    ("predict: an unknown category", lambda t: _predictor(t, "sequoia_seg", **{"data.num_points": 48}).predict(C48, category="Sofa"),
+     ValueError, r"unknown category 'Sofa'; this model knows \['Airplane', 'Bag'"),
+    ("predict: one category for two of three inputs",
+     lambda t: _predictor(t, "sequoia_seg", **{"data.num_points": 48}).predict([C48] * 3, category=["Cap", "Mug"]), ValueError,
+     r"category holds 2 values for 3 inputs: give one category for all, or one per input"),
+    ("predict: a checkpoint without class names",
+     lambda t: __import__("pointabstract.predict.loading", fromlist=["x"]).class_names(
+         {}, load_config(None, {"data.dataset": "shapenet_part"}), "old.pt"), ValueError,
+     r"old.pt stores no class names \(no task_state\['class_names'\]\) and its dataset 'shapenet_part' has no "
+     r"built-in class list"),
     # --- ops ---------------------------------------------------------------------------------
     ("knn: unbatched query", lambda t: ops.knn(torch.rand(64, 3), P, 4), ValueError,
      r"query must have shape \(B, N, C\), got \(64, 3\)"),
@@ -477,6 +534,8 @@ ROWS = [
 ]
 
 CLI_ROWS = [
+    ("predict: no such checkpoint", ["predict", "{tmp}/none.pt", "chair.ply"], r"checkpoint .*none.pt does not exist"),
+    ("predict: a foreign file as checkpoint", ["predict", "{file}", "chair.ply"], r"file is not a readable checkpoint"),
     ("train: unknown config key", ["train", "demo", "optim.lr_rate=3"], r"unknown config key\(s\) \['optim.lr_rate'\]"),
     ("train: log.out_dir under a file", ["train", "demo", "log.out_dir={file}/run", "data.root={tmp}/nothing"],
      r"log.out_dir .*file/run cannot be written: Not a directory"),

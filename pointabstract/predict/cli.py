@@ -56,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
     predictor = load(args.checkpoint, device=args.device)
     predictor.check_options(top_k=args.top_k, votes=args.votes, category=args.category,
                             per_capsule=args.per_capsule or None)
-    if args.category is not None:
-        predictor.category_of(None, "--category", args.category)
     files, skipped = _files(args.inputs)
     out = args.out if args.out is not None or predictor.task == "classification" else Path("predictions")
     names = dict(zip(files, output_names([str(f) for f in files])))

@@ -115,7 +115,7 @@ class Predictor:
 
     def check_options(self, **given) -> None:
         """ValueError naming an option given (not None / False) that this checkpoint's task does not
-        take (:data:`OPTIONS`), or a count below 1."""
+        take (:data:`OPTIONS`), a count below 1, or a category the model does not know."""
         for name, value in given.items():
             if value is not None and value is not False and self.task not in OPTIONS[name]:
                 tasks = " and ".join(OPTIONS[name])
@@ -125,6 +125,10 @@ class Predictor:
             value = given.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        category = given.get("category")
+        for value in category if isinstance(category, (list, tuple)) else [category]:
+            if value is not None:  # checked before any file is read
+                self.category_of(None, "category", value)
 
     def category_of(self, path: Path | None, name: str, category=None) -> int:
         """The ShapeNetPart category index of one input: ``category`` when given, else the synset
