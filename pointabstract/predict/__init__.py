@@ -6,12 +6,26 @@
 - :mod:`.classify`, :mod:`.reconstruct`, :mod:`.segment`: one task each; :mod:`.results`: what
   they return; :mod:`.predictor`: the :class:`Predictor` tying them together;
 - :mod:`.writers`: the files ``pointabstract predict`` writes; :mod:`.cli`: the command.
+
+Names are loaded on first use, so building the command line (which imports :mod:`.cli`) needs
+neither torch's engine nor its optional dependencies.
 """
 
-from .loading import Trained, load_trained
-from .predictor import Predictor, load
-from .prepare import Prepared, minimum_points
-from .results import ClassPrediction, PartPrediction, Reconstruction
+import importlib
 
-__all__ = ["ClassPrediction", "PartPrediction", "Predictor", "Prepared", "Reconstruction", "Trained", "load",
-           "load_trained", "minimum_points"]
+_EXPORTS = {
+    "Trained": "loading", "load_trained": "loading", "Predictor": "predictor", "load": "predictor",
+    "Prepared": "prepare", "minimum_points": "prepare", "ClassPrediction": "results",
+    "PartPrediction": "results", "Reconstruction": "results",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pointabstract.predict' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])
