@@ -41,6 +41,7 @@ EPILOG = """examples:
   pointabstract view runs/demo/last.pt --index 3 --png view.png         neighbourhoods of a classifier
   pointabstract view runs/ae_ca/last.pt                                 window: N / B cycle the capsules
   pointabstract view runs/demo/last.pt --html viewer.html               the same in a browser, 16 shapes
+  pointabstract view runs/demo/last.pt --input chair.ply --png chair.png  a file of your own instead
   pointabstract view runs/ae_ca/last.pt --capsule 2 --png caps.png      input | reconstruction, capsule 2
   pointabstract view runs/ae_ca/last.pt --color parts --png parts.png   capsules by majority part
   pointabstract view runs/ae_dr/last.pt --compare runs/ae_ca/last.pt --figure fig5.png
@@ -59,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, help="dataset root (default: the one it was trained on)")
     parser.add_argument("--split", default="test", help="dataset split (default: test)")
     parser.add_argument("--index", type=int, default=0, help="sample of the split (default: 0)")
+    parser.add_argument("--input", type=Path, metavar="FILE",
+                        help="show a shape file instead of a dataset sample (any format of docs/predict.md, "
+                             "read and prepared as pointabstract predict does): window, --png or --html")
     parser.add_argument("--color", help=f"colouring; classification: {', '.join(COLORINGS)} (default "
                                          f"{COLORINGS[0]}); autoencoder: "
                                          f"{', '.join(capsule_scenes.COLORINGS)} (default capsule)")
@@ -96,6 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="with --figure: a second autoencoder checkpoint (e.g. dynamic routing vs centroid "
                          "attention) reconstructing the same shapes, one row per checkpoint")
     seg = parser.add_argument_group("part-segmentation checkpoints")
+    seg.add_argument("--category", help="with --input: the file's ShapeNetPart category (default: the synset "
+                                        "folder it lies in)")
     seg.add_argument("--level", type=int, help="the tree level whose clusters are shown (1: smallest groups; "
                                                "default: two below the root; window: [ / ])")
     parser.add_argument("--width", type=int, default=1280, help="window / PNG width in pixels")
@@ -135,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine import MissingDatasetError
     from .core.render import RenderError
     from .core.window import NO_DISPLAY, NoDisplayError, has_display
-    from .tasks import STATES, load_session, viewer_state
+    from .tasks import STATES, viewer_state
 
     keys = args.keys.split() if args.keys is not None else None
     try:
@@ -143,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         unknown = [k for k in keys or [] if k not in known]
         if unknown:
             raise ValueError(f"keys {unknown} are not in the key map {sorted(known)}")
+        _check_input(args)
         if args.compare is not None and args.figure is None:
             raise ValueError("--compare needs --figure OUT.png (the figure of both checkpoints)")
         if args.html is not None:
@@ -153,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             return _context_pool(args)
         if args.png is None and not has_display():  # say so before spending time on loading
             raise NoDisplayError(NO_DISPLAY)
-        session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
+        session = _session(args)
         _check_options(args, session.config.task)
         state = viewer_state(session, args)
         unknown = [k for k in keys or [] if k not in state.KEYMAP]
@@ -164,6 +171,30 @@ def run(args: argparse.Namespace) -> int:
     except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def _session(args: argparse.Namespace):
+    """The session of ``args``: a dataset split (``--data``, ``--split``), or one file (``--input``)."""
+    from .tasks import load_input_session, load_session
+
+    if args.input is None:
+        return load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
+    return load_input_session(args.checkpoint, args.input, device=args.device, category=args.category)
+
+
+def _check_input(args: argparse.Namespace) -> None:
+    """``--input`` shows one file in the window, ``--png`` or ``--html``: refuse the dataset options
+    and the views of several samples beside it; ``--category`` needs it."""
+    if args.input is None:
+        if args.category is not None:
+            raise ValueError("--category applies with --input FILE (a dataset sample has its category)")
+        return
+    names = ("data", "figure", "compare", "context_pool")
+    given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
+    given += ["--split"] if args.split != "test" else []
+    given += ["--index"] if args.index != 0 else []
+    if given:
+        raise ValueError(f"--input shows one file in the window, --png or --html; drop {' and '.join(given)}")
 
 
 def _panels_png(state, path: Path, *, width: int, height: int) -> Path:
@@ -224,14 +255,14 @@ def _figure(args: argparse.Namespace) -> int:
 def _html(args: argparse.Namespace) -> int:
     """``--html OUT``: the task's browser page (:data:`~.tasks.HTMLS`), the path checked first."""
     from .core.html import check_out_path
-    from .tasks import load_session, write_html
+    from .tasks import write_html
 
     others = [f"--{name.replace('_', '-')}" for name in ("png", "figure", "keys", "context_pool", "compare")
               if getattr(args, name, None) is not None]
     if others:
         raise ValueError(f"--html writes the page alone; drop {' and '.join(others)}")
     check_out_path(args.html)  # a bad path is said before the checkpoint is loaded
-    session = load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
+    session = _session(args)
     _check_options(args, session.config.task)
     out = write_html(session, args.html, args=args, index=args.index, samples=args.samples)
     size = out.stat().st_size / 1e6

@@ -23,6 +23,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 from .capsules.app import CapsuleViewerState
 from .capsules.session import CapsuleSession
 from .classification.app import ViewerState
@@ -31,8 +33,8 @@ from .core.loading import not_shown, restore_run
 from .segmentation.app import SegViewerState
 from .segmentation.session import SegSession
 
-__all__ = ["FIGURES", "HTMLS", "OPTIONS", "PNGS", "SESSIONS", "STATES", "html_indices", "load_session",
-           "viewer_state", "write_html"]
+__all__ = ["FIGURES", "HTMLS", "OPTIONS", "PNGS", "SESSIONS", "STATES", "html_indices", "load_input_session",
+           "load_session", "viewer_state", "write_html"]
 
 # task -> the viewer's session of its runs, built from the restored run (engine.restored.Restored)
 SESSIONS: dict[str, Callable] = {
@@ -52,7 +54,7 @@ STATES: dict[str, type] = {
 OPTIONS = {
     "classification": ("block", "k", "query"),
     "reconstruction": ("capsule", "compare"),
-    "part_segmentation": ("level",),
+    "part_segmentation": ("level", "category"),
 }
 
 
@@ -83,6 +85,52 @@ def load_session(checkpoint: str | Path, *, data_root: str | Path | None = None,
     if run.config.task not in SESSIONS:
         raise not_shown(checkpoint, shown, run.config.task)
     return SESSIONS[run.config.task](run)
+
+
+class _InputSample(torch.utils.data.Dataset):
+    """A one-sample dataset: an input file prepared for the model (what ``view --input`` shows)."""
+
+    def __init__(self, sample: dict):
+        self.sample = sample
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index: int) -> dict:
+        if index != 0:
+            raise IndexError(f"index {index} out of range: --input shows one file (index 0)")
+        return self.sample
+
+
+def load_input_session(checkpoint: str | Path, path: str | Path, *, device: str = "cpu", category=None):
+    """The session of ``checkpoint``'s task (:data:`SESSIONS`) on one file instead of a dataset split:
+    the file read and prepared by the predictor (:meth:`pointabstract.predict.Predictor.prepare`:
+    N points, centred and scaled into the unit sphere), shown as sample 0 with the same panels as
+    a dataset sample (no true label or parts).
+
+    Args:
+        checkpoint: a trainer checkpoint; path: a shape file (docs/predict.md lists the formats).
+        device: torch device of the model.
+        category: part segmentation: the ShapeNetPart category (default: the file's synset folder).
+
+    Raises:
+        FileNotFoundError / ValueError: one line naming the checkpoint or the file.
+    """
+    from ..engine.restored import Restored
+    from ..predict import load
+
+    predictor = load(checkpoint, device=device)
+    predictor.check_options(category=category)
+    if predictor.task not in SESSIONS:
+        raise not_shown(checkpoint, list(SESSIONS), predictor.task)
+    prepared = predictor.prepare([path])[0]
+    sample = {"pos": prepared.pos, **({"normal": prepared.normal} if prepared.normal is not None else {})}
+    if predictor.task == "part_segmentation":
+        sample["category"] = predictor.category_of(prepared.cloud.path, str(path), category)
+    t = predictor.trained
+    run = Restored(t.model, t.task, t.config, _InputSample(sample), t.checkpoint, t.path, f"file {path}",
+                   t.device)
+    return SESSIONS[predictor.task](run)
 
 
 def viewer_state(session, args):
