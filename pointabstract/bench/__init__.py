@@ -25,6 +25,7 @@ BENCHES: dict[str, str] = {
     "parts": "pointabstract.bench.parts",
     "curves": "pointabstract.bench.curves",
     "train": "pointabstract.bench.train_speed",
+    "predict": "pointabstract.bench.predict",
 }
 
 
