@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,7 +188,7 @@ def write_split(path: Path, root: Path, splits: dict, *, kind: str, seed: int, t
     text = json.dumps(record, indent=1)
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process (DDP ranks)
         tmp.write_text(text)
         tmp.replace(path)
 
