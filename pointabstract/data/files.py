@@ -138,7 +138,7 @@ def _read_table(path: Path):
 
 def _split_array(path: Path, array: np.ndarray, what: str):
     """(points, normals) of an (N, 3) or (N, 6) numeric array."""
-    if array.dtype.kind not in "biuf" or array.ndim != 2 or array.shape[1] not in (3, 6):
+    if array.dtype.kind not in "iuf" or array.ndim != 2 or array.shape[1] not in (3, 6):
         raise ShapeFileError(f"{path}: {what} must be a numeric (N, 3) or (N, 6) array (x y z [nx ny nz]), "
                              f"got shape {array.shape} of dtype {array.dtype}")
     return array[:, :3], (array[:, 3:] if array.shape[1] == 6 else None)

@@ -358,12 +358,14 @@ def test_bad_numpy_files(tmp_path):
     np.savez(tmp_path / "many.npz", a=np.zeros((3, 3)), b=np.zeros((3, 3)))
     np.savez(tmp_path / "normals.npz", points=np.zeros((3, 3)), normals=np.zeros((2, 3)))
     np.save(tmp_path / "nan.npy", np.array([[0, 0, np.nan]]))
+    np.save(tmp_path / "mask.npy", np.ones((4, 3), dtype=bool))
     cases = [("flat.npy", r"flat\.npy: the array must be a numeric \(N, 3\) or \(N, 6\) array .* got shape \(6,\)"),
              ("wide.npy", r"wide\.npy: .* got shape \(5, 4\)"),
              ("words.npy", r"words\.npy: .* of dtype <U1"),
              ("many.npz", r"many\.npz: no 'points', 'xyz' or 'pos' array, and more than one array \(found \['a', 'b'\]\)"),
              ("normals.npz", r"normals\.npz: 'normals' must be \(3, 3\) beside a \(N, 3\) 'points', got \(2, 3\)"),
-             ("nan.npy", r"nan\.npy: non-finite coordinates")]
+             ("nan.npy", r"nan\.npy: non-finite coordinates"),
+             ("mask.npy", r"mask\.npy: .* of dtype bool")]
     for name, message in cases:
         with pytest.raises(ShapeFileError, match=message):
             read_shape(tmp_path / name)

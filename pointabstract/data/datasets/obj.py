@@ -71,8 +71,23 @@ def _corner(token: str, count: int, normal_count: int) -> tuple[int, int]:
     return vertex, normal
 
 
+def _plain_triangles(rows: list, n_vertices: int) -> np.ndarray | None:
+    """(F, 3) triangles when every face line is ``f i j k`` with positive indices in range, else None
+    (the line-by-line parser then handles corners, polygons, negative indices and errors)."""
+    try:
+        table = np.array([rest.split() for _, rest, _, _ in rows], dtype=np.int64)
+    except ValueError:
+        return None
+    if table.ndim != 2 or table.shape[1] != 3 or (table < 1).any() or (table > n_vertices).any():
+        return None
+    return table - 1
+
+
 def _polygons(path: Path, rows: list, n_vertices: int) -> tuple[np.ndarray, np.ndarray]:
     """(F, 3) triangles and (F, 3) normal indices (-1: none) of the face lines."""
+    plain = _plain_triangles(rows, n_vertices) if rows else None
+    if plain is not None:
+        return plain, np.full_like(plain, -1)
     triangles, normal_ids = [], []
     for number, rest, count, normal_count in rows:
         try:
