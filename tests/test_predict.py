@@ -184,3 +184,23 @@ def test_option_errors(runs):
         rec.predict(cloud, votes=2)
     with pytest.raises(ValueError, match=r"normalize='none' does not apply to reconstruction"):
         rec.predict(cloud, normalize="none")
+
+
+def test_the_training_frame_comes_from_the_checkpoint(runs, tmp_path):
+    """Built-in data: files are brought into the unit sphere; data.dataset=folder trained on the files'
+    own coordinates, so its files are fed as they are; reconstruction always normalises."""
+    from pointabstract.engine import atomic_save, load_checkpoint
+    from pointabstract.predict.prepare import training_frame
+
+    ckpt = load_checkpoint(runs["classification"])
+    atomic_save({**ckpt, "config": {**ckpt["config"], "data.dataset": "folder"}}, tmp_path / "folder.pt")
+    cloud = np.random.default_rng(6).normal(size=(48, 3)).astype(np.float32) * 30 + 7
+    folder, builtin = pointabstract.load(tmp_path / "folder.pt"), pointabstract.load(runs["classification"])
+    assert (folder.frame, builtin.frame) == ("none", "unit_sphere")
+    assert np.array_equal(folder.prepare(cloud)[0].pos, cloud)
+    assert np.abs(builtin.prepare(cloud)[0].pos).max() <= 1 + 1e-6
+    assert np.allclose(folder.predict(cloud).probs, builtin.predict(cloud, normalize="none").probs)
+    rec = load_checkpoint(runs["reconstruction"])["config"]
+    from pointabstract.engine import load_config
+
+    assert training_frame(load_config(None, {**rec, "data.dataset": "folder"})) == "unit_sphere"

@@ -17,7 +17,7 @@ from ..data.categories import CATEGORY_BY_SYNSET, SHAPENET_PART, resolve_categor
 from .classify import classify
 from .inputs import as_clouds, is_batch
 from .loading import Trained, load_trained
-from .prepare import NORMALIZE, Prepared, minimum_points, prepare
+from .prepare import NORMALIZE, Prepared, minimum_points, prepare, training_frame
 from .reconstruct import reconstruct
 from .segment import segment
 
@@ -46,6 +46,8 @@ class Predictor:
         min_points: the fewest points an input cloud may have (:func:`.prepare.minimum_points`).
         class_names: classification: the run's classes (logit order); else [].
         categories: part segmentation: the ShapeNetPart categories it was trained on; else [].
+        frame: ``"unit_sphere"`` or ``"none"``: how inputs are brought into the frame the model
+            was trained in (:func:`.prepare.training_frame`).
         trained: the model, task, config and checkpoint (:class:`.loading.Trained`).
     """
 
@@ -57,13 +59,14 @@ class Predictor:
         self.class_names = list(trained.names) if self.task == "classification" else []
         self.categories = list(trained.names) if self.task == "part_segmentation" else []
         self.batch_size = batch_size or int(trained.config.data.eval_batch_size)
+        self.frame = training_frame(trained.config)
 
     def __repr__(self) -> str:
         return (f"Predictor({self.trained.config.model!r}, task={self.task!r}, N={self.num_points}, "
                 f"checkpoint={str(self.trained.path)!r})")
 
     def predict(self, x, *, top_k: int | None = None, votes: int | None = None, category=None,
-                normalize: str = "unit_sphere"):
+                normalize: str | None = None):
         """Predict on ``x``: a path (file, folder or glob), an (N, 3|6) or (B, N, 3|6) array (NumPy
         or torch; columns x y z [nx ny nz]), or a list of paths / clouds of different sizes.
 
@@ -74,9 +77,10 @@ class Predictor:
             category: part segmentation: the ShapeNetPart category (name, synset or index) of every
                 input, or a list of one per input; default: the synset folder a file lies in (a
                 ShapeNetPart layout).
-            normalize: ``"unit_sphere"`` (default: centre and scale each input into the unit
-                sphere, the frame of the training data) or ``"none"`` (classification and part
-                segmentation: the points as given, as ``eval`` feeds a dataset sample).
+            normalize: None (default): the frame the model was trained in
+                (:func:`~.prepare.training_frame`, :attr:`frame`); ``"unit_sphere"``: centre and
+                scale each input into the unit sphere; ``"none"`` (classification and part
+                segmentation): the points as given, as ``eval`` feeds a dataset sample.
 
         Returns:
             One :class:`~.results.ClassPrediction`, :class:`~.results.Reconstruction` or
@@ -92,7 +96,7 @@ class Predictor:
         results = self.run(prepared, top_k=top_k, votes=votes, category=category)
         return results if is_batch(x) else results[0]
 
-    def prepare(self, x, *, normalize: str = "unit_sphere") -> list[Prepared]:
+    def prepare(self, x, *, normalize: str | None = None) -> list[Prepared]:
         """Every input of ``x`` (as :meth:`predict` takes it) read and prepared for the model."""
         transform = self._transform(normalize)
         cfg = self.trained.config
@@ -168,7 +172,8 @@ class Predictor:
         settings = self.trained.config.task_config()
         return int(getattr(settings, "votes", 1))
 
-    def _transform(self, normalize: str):
+    def _transform(self, normalize: str | None):
+        normalize = self.frame if normalize is None else normalize
         if normalize not in NORMALIZE:
             raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {normalize!r}")
         if self.task == "reconstruction":

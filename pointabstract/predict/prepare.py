@@ -10,12 +10,12 @@ Steps, in order (each one that changes the input adds a note to the result):
    repeated points (``point_indices(undersized="repeat")``, seeded).
 2. **Normals**, when the model was trained with them (``data.use_normals``): from the file or
    the array's columns 4-6, the mesh's triangles; a cloud without any is refused.
-3. **Frame.** The points are centred and scaled into the unit sphere by
+3. **Frame**: the one the model was trained in (:func:`training_frame`). ``"unit_sphere"``
+   centres and scales the points into the unit sphere with
    :class:`~pointabstract.data.NormalizeUnitSphere` (for reconstruction it is the task's own
-   transform, ``task.transform(train=False)``; classification and part segmentation train on
-   data stored in the unit sphere and apply no transform themselves: ``normalize="none"``
-   feeds the points as given, as ``eval`` feeds a dataset sample). The centre and radius are
-   kept, so outputs are mapped back into the input's own coordinates.
+   transform, ``task.transform(train=False)``); ``"none"`` feeds them as given, as ``eval`` feeds
+   a dataset sample. The centre and radius are kept, so outputs are mapped back into the input's
+   own coordinates.
 """
 
 from __future__ import annotations
@@ -27,9 +27,26 @@ import numpy as np
 from ..data import NormalizeUnitSphere, point_indices
 from .inputs import Cloud
 
-__all__ = ["NORMALIZE", "Prepared", "minimum_points", "prepare"]
+__all__ = ["NORMALIZE", "Prepared", "minimum_points", "prepare", "training_frame"]
 
 NORMALIZE = ("unit_sphere", "none")
+# datasets whose samples reach a classifier / part segmenter in the files' own coordinates: the
+# folder dataset (data/datasets/folder.py) samples the user's files as stored, with no transform
+_AS_STORED = ("folder",)
+
+
+def training_frame(config) -> str:
+    """The frame a run's model was trained in (``"unit_sphere"`` or ``"none"``), from its config.
+
+    Reconstruction normalises every cloud into the unit sphere (its task's transform). Classifiers
+    and part segmenters apply no transform: on the built-in synthetic set, ModelNet40 (HDF5,
+    resampled) and ShapeNetPart the stored shapes already lie in the unit sphere, so a file in its
+    own units is brought there (``"unit_sphere"``); on ``data.dataset=folder`` they learned the
+    files' own coordinates, so files are fed as they are (``"none"``).
+    """
+    if config.task != "reconstruction" and config.data.dataset in _AS_STORED:
+        return "none"
+    return "unit_sphere"
 
 
 @dataclass
