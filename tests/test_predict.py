@@ -204,3 +204,16 @@ def test_the_training_frame_comes_from_the_checkpoint(runs, tmp_path):
     from pointabstract.engine import load_config
 
     assert training_frame(load_config(None, {**rec, "data.dataset": "folder"})) == "unit_sphere"
+
+
+def test_a_real_scannet_scene_large_n(runs, realdata):
+    """81k points of x y z r g b: the colours are not read as normals (the reader's note), the cloud is
+    reduced by FPS, and every one of its points gets a part label in file order."""
+    path = realdata / "scenes" / "scannet_scene0000_00_xyzrgb.npy"
+    rows = np.load(path)
+    found = pointabstract.load(runs["classification"]).predict(path)
+    assert any("not unit normals" in n for n in found.notes)
+    assert f"{len(rows)} points reduced to the model's 48 by farthest point sampling" in found.notes
+    parts = pointabstract.load(runs["part_segmentation"]).predict(path, category="Table")
+    assert parts.labels.shape == (len(rows),) and np.allclose(parts.points, rows[:, :3])
+    assert set(parts.labels.tolist()) <= {47, 48, 49}
