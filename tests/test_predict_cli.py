@@ -91,9 +91,9 @@ def test_many_files_with_failures_skip_and_exit_1(runs, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("task, option, message", [
-    ("classification", ["--per-capsule"], "per_capsule applies to reconstruction checkpoints"),
-    ("reconstruction", ["--category", "Mug"], "category applies to part_segmentation checkpoints"),
-    ("part_segmentation", ["--top-k", "2"], "top_k applies to classification checkpoints"),
+    ("classification", ["--per-capsule"], "--per-capsule applies to reconstruction checkpoints"),
+    ("reconstruction", ["--category", "Mug"], "--category applies to part_segmentation checkpoints"),
+    ("part_segmentation", ["--top-k", "2"], "--top-k applies to classification checkpoints"),
     ("part_segmentation", ["--category", "Sofa"], r"unknown category 'Sofa'; this model knows \['Airplane'"),
 ])
 def test_options_of_another_task_are_one_line_errors(runs, tmp_path, capsys, task, option, message):

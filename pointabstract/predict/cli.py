@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from . import load
 
     predictor = load(args.checkpoint, device=args.device)
-    predictor.check_options(top_k=args.top_k, votes=args.votes, category=args.category,
+    predictor.check_options(flags=True, top_k=args.top_k, votes=args.votes, category=args.category,
                             per_capsule=args.per_capsule or None)
     files, skipped = _files(args.inputs)
     out = args.out if args.out is not None or predictor.task == "classification" else Path("predictions")

@@ -117,18 +117,22 @@ class Predictor:
         ids = [self.category_of(p.cloud.path, p.cloud.name, c) for p, c in zip(prepared, each)]
         return segment(self.trained, prepared, ids, votes=votes, batch_size=self.batch_size)
 
-    def check_options(self, **given) -> None:
+    def check_options(self, *, flags: bool = False, **given) -> None:
         """ValueError naming an option given (not None / False) that this checkpoint's task does not
-        take (:data:`OPTIONS`), a count below 1, or a category the model does not know."""
+        take (:data:`OPTIONS`), a count below 1, or a category the model does not know; with
+        ``flags`` the options are named as on the command line (``--top-k``)."""
+        def shown(name: str) -> str:
+            return f"--{name.replace('_', '-')}" if flags else name
+
         for name, value in given.items():
             if value is not None and value is not False and self.task not in OPTIONS[name]:
                 tasks = " and ".join(OPTIONS[name])
-                raise ValueError(f"{name} applies to {tasks} checkpoints; {self.trained.path} is a "
+                raise ValueError(f"{shown(name)} applies to {tasks} checkpoints; {self.trained.path} is a "
                                  f"'{self.task}' model")
         for name in ("top_k", "votes"):
             value = given.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"{shown(name)} must be a positive integer, got {value!r}")
         category = given.get("category")
         for value in category if isinstance(category, (list, tuple)) else [category]:
             if value is not None:  # checked before any file is read

@@ -120,7 +120,7 @@ def load_input_session(checkpoint: str | Path, path: str | Path, *, device: str 
     from ..predict import load
 
     predictor = load(checkpoint, device=device)
-    predictor.check_options(category=category)
+    predictor.check_options(flags=True, category=category)
     if predictor.task not in SESSIONS:
         raise not_shown(checkpoint, list(SESSIONS), predictor.task)
     prepared = predictor.prepare([path])[0]

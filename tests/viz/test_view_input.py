@@ -52,7 +52,7 @@ def test_png_and_html_of_a_file(o3d, runs, mesh, tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("extra, message", [
     (["--index", "2"], "--input shows one file in the window, --png or --html; drop --index"),
     (["--figure", "f.png"], "--input shows one file in the window, --png or --html; drop --figure"),
-    (["--category", "Cap"], "category applies to part_segmentation checkpoints; "),
+    (["--category", "Cap"], "--category applies to part_segmentation checkpoints; "),
 ])
 def test_input_refuses_options_it_cannot_show(runs, mesh, capsys, extra, message):
     assert main(["view", str(runs["classification"]), "--input", str(mesh), "--png", "x.png", *extra]) == 2
