@@ -608,6 +608,8 @@ CLI_ROWS = [
      r"--input shows one file in the window, --png or --html; drop --index"),
     ("view: --category without --input", ["view", "{file}", "--category", "Mug", "--png", "{tmp}/v.png"],
      r"--category applies with --input FILE \(a dataset sample has its category\)"),
+    ("predict: --out is a file", ["predict", "{file}", "chair.ply", "--out", "{file}"],
+     r"--out .*file is a file, not a folder"),
     ("predict: no such checkpoint", ["predict", "{tmp}/none.pt", "chair.ply"], r"checkpoint .*none.pt does not exist"),
     ("predict: a foreign file as checkpoint", ["predict", "{file}", "chair.ply"], r"file is not a readable checkpoint"),
     ("train: unknown config key", ["train", "demo", "optim.lr_rate=3"], r"unknown config key\(s\) \['optim.lr_rate'\]"),

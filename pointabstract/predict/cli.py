@@ -53,11 +53,15 @@ def run(args: argparse.Namespace) -> int:
     """Predict every input file; returns the exit code (module docstring)."""
     from . import load
 
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a file, not a folder")
     predictor = load(args.checkpoint, device=args.device)
     predictor.check_options(flags=True, top_k=args.top_k, votes=args.votes, category=args.category,
                             per_capsule=args.per_capsule or None)
     files, skipped = _files(args.inputs)
     out = args.out if args.out is not None or predictor.task == "classification" else Path("predictions")
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)  # a folder under a file fails here, before any work
     names = dict(zip(files, output_names([str(f) for f in files])))
     results = []
     for chunk in _chunks(files, predictor.batch_size, progress=sys.stderr.isatty()):
