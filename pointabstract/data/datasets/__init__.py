@@ -29,7 +29,7 @@ from .shapenet_part import ShapeNetPart, detect_part_layout
 
 __all__ = [
     "ARCHIVES", "MODELNET_LAYOUTS", "SAMPLE_KEYS", "LayoutNotFoundError", "ModelNet10", "ModelNet40",
-    "PointDataset", "ShapeFolder", "ShapeNetCore", "ShapeNetPart", "detect_layout", "detect_part_layout", "file_md5",
-    "point_indices",
+    "PointDataset", "ShapeFolder", "ShapeNetCore", "ShapeNetPart", "detect_layout", "detect_part_layout",
+    "file_md5", "point_indices",
     "prepare_off_cache", "read_off", "read_ply", "read_ply_points", "sample_rng", "verify_md5", "write_off",
 ]
