@@ -66,6 +66,7 @@ def _check_samples(dataset, problems: list[str], progress: bool, what: str = "")
 def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
     from .datasets.modelnet import LAYOUTS, ModelNet40, detect_layout
     from .datasets.off import find_meshes, read_off
+    from .datasets.off_cache import unknown_class
 
     found = False
     for layout in LAYOUTS:
@@ -82,8 +83,7 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
                 lines.append(f"  {split}: {len(meshes)} meshes; caches: {', '.join(caches) or 'none'}")
                 lines += _counts_lines([p.parents[1].name for p in meshes])
                 known = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
-                problems += [f"{p}: unknown class folder {p.parents[1].name!r}" for p in meshes
-                             if p.parents[1].name not in known]
+                problems += [unknown_class(p, folder) for p in meshes if p.parents[1].name not in known]
                 for path in meshes if check else []:
                     try:
                         read_off(path)

@@ -27,8 +27,13 @@ def test_a_classifier_trains_with_one_output_per_class_folder(shapes, tmp_path):
     assert metrics["samples"] == 3  # one test shape per class (4 files, test_fraction 0.2)
     ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
     assert ckpt["task_state"]["class_names"] == ["pyramid", "slab", "tetra"]
-    head = [v for k, v in ckpt["model"].items() if v.ndim == 2][-1]
-    assert head.shape[0] == 3  # the last linear layer: 3 classes, not ModelNet's 40
+    from pointabstract.engine import restore
+
+    run = restore(tmp_path / "run" / "last.pt")
+    with torch.no_grad():
+        logits = run.model(torch.rand(2, 48, 3))["logits"]
+    assert logits.shape == (2, 3)  # 3 classes, not ModelNet's 40
+    assert len(run.dataset) == 3 and run.dataset.classes == ("pyramid", "slab", "tetra")
     assert snapshot(shapes) == before
     again = evaluate_checkpoint(tmp_path / "run" / "last.pt", out_dir=tmp_path / "eval")
     assert again["overall_accuracy"] == pytest.approx(metrics["overall_accuracy"])
@@ -57,4 +62,3 @@ def test_the_task_refuses_a_folder_without_class_folders(tmp_path, monkeypatch):
     cfg = load_config(None, [f"data.root={tmp_path / 'flat'}", "data.dataset=folder"])
     with pytest.raises(MissingDatasetError, match=r"flat: no class folders"):
         task_class(cfg.task)(cfg).dataset("train", train=True)
-    _ = torch

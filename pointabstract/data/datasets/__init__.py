@@ -5,6 +5,7 @@ module                 what
 =====================  ==========================================================
 ``base``               the sample dict, per-sample seeding, ``PointDataset``
 ``modelnet``           ModelNet40 / ModelNet10 (HDF5, resampled, OFF) + point sampling
+``folder``             a folder of the user's own shapes in class folders (``folder_cache``: its samples)
 ``shapenet_part``      ShapeNetPart part segmentation (normal, v0, HDF5)
 ``shapenet_core``      ShapeNetCore point clouds for reconstruction (PLY or a ShapeNetPart layout)
 ``off`` / ``ply``      mesh (OFF) and point-cloud or mesh (PLY) readers
@@ -17,6 +18,7 @@ module                 what
 
 from .base import SAMPLE_KEYS, LayoutNotFoundError, PointDataset, sample_rng
 from .checksums import ARCHIVES, file_md5, verify_md5
+from .folder import ShapeFolder
 from .modelnet import LAYOUTS as MODELNET_LAYOUTS
 from .modelnet import ModelNet10, ModelNet40, detect_layout, point_indices
 from .off import read_off, write_off
@@ -27,7 +29,7 @@ from .shapenet_part import ShapeNetPart, detect_part_layout
 
 __all__ = [
     "ARCHIVES", "MODELNET_LAYOUTS", "SAMPLE_KEYS", "LayoutNotFoundError", "ModelNet10", "ModelNet40",
-    "PointDataset", "ShapeNetCore", "ShapeNetPart", "detect_layout", "detect_part_layout", "file_md5",
-    "point_indices",
+    "PointDataset", "ShapeFolder", "ShapeNetCore", "ShapeNetPart", "detect_layout", "detect_part_layout",
+    "file_md5", "point_indices",
     "prepare_off_cache", "read_off", "read_ply", "read_ply_points", "sample_rng", "verify_md5", "write_off",
 ]
