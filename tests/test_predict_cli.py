@@ -102,3 +102,19 @@ def test_options_of_another_task_are_one_line_errors(runs, tmp_path, capsys, tas
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.splitlines()) == 1 and "Traceback" not in err
     assert __import__("re").search(message, err)
+
+
+def test_output_names_and_ply_bytes(tmp_path):
+    from pointabstract.data.files import read_shape
+    from pointabstract.predict.writers import output_names, ply_bytes
+
+    assert output_names(["a/chair.off", "b/chair.ply", "c.npy", "chair"]) == ["chair", "chair-2", "c", "chair-3"]
+    points = np.array([[0, 0, 0], [1, 0, 0], [0, 2, 0]], dtype=np.float32)
+    data = ply_bytes(points, np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0.5]]), np.array([[0, 1, 2]]))
+    header = data[:data.index(b"end_header")].decode().splitlines()
+    assert header[:3] == ["ply", "format binary_little_endian 1.0", "element vertex 3"]
+    body = data[data.index(b"end_header\n") + len(b"end_header\n"):]
+    assert "element face 1" in header and len(body) == 3 * 15 + 13  # 3 x (3 float32 + 3 uchar), 1 + 3 int32
+    (tmp_path / "t.ply").write_bytes(data)
+    shape = read_shape(tmp_path / "t.ply")
+    assert np.array_equal(shape.points, points) and np.array_equal(shape.faces, [[0, 1, 2]])
