@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+
+import torch
 
 from tests.fixtures import TINY_MODEL, write_tiny_synthetic
 from tests.viz._capsule_runs import TINY_AE
@@ -33,3 +36,21 @@ def tiny_runs(tmp_path_factory) -> dict[str, Path]:
             _RUNS[task] = root / task / "last.pt"
         _RUNS["data"] = data
     return _RUNS
+
+
+def eval_outputs(checkpoint, key: str, *, votes: int | None = None, raw: bool = False):
+    """The restored run, and ``model(...)[key]`` of every forward pass the task's own ``evaluate``
+    makes over the test split (a hook on the model), in order."""
+    from pointabstract.engine import restore
+    from pointabstract.engine.trainer import ShardSampler, make_loader
+
+    run = restore(checkpoint, overrides={"data.workers": 0, **({"task.votes": votes} if votes else {})})
+    seen = []
+    hook = run.model.register_forward_hook(lambda m, i, out: seen.append(out[key].detach().float()))
+    loader = make_loader(run.dataset, ShardSampler(len(run.dataset)), run.config.data.eval_batch_size, 0)
+    kwargs = {} if run.config.task == "classification" or votes is None else {"votes": votes}
+    metrics = run.task.evaluate(run.model, loader, torch.device("cpu"), autocast=contextlib.nullcontext, **kwargs)
+    hook.remove()
+    if raw:
+        run.dataset.transform = None
+    return run, seen, metrics

@@ -3,18 +3,14 @@ mapped back to the input's coordinates, N handled as documented, labels for ever
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 import torch
 
 import pointabstract
-from pointabstract.engine import restore
-from pointabstract.engine.trainer import ShardSampler, make_loader
 from pointabstract.ops import farthest_point_sample
 from pointabstract.predict import ClassPrediction, PartPrediction, Reconstruction
-from tests.predict_runs import tiny_runs
+from tests.predict_runs import eval_outputs, tiny_runs
 
 
 @pytest.fixture(scope="module")
@@ -22,24 +18,9 @@ def runs(tmp_path_factory):
     return tiny_runs(tmp_path_factory)
 
 
-def _eval_outputs(checkpoint, key: str, *, votes: int | None = None, raw: bool = False):
-    """The restored run, and ``model(...)[key]`` of every forward pass the task's own ``evaluate``
-    makes over the test split (a hook on the model), in order."""
-    run = restore(checkpoint, overrides={"data.workers": 0, **({"task.votes": votes} if votes else {})})
-    seen = []
-    hook = run.model.register_forward_hook(lambda m, i, out: seen.append(out[key].detach().float()))
-    loader = make_loader(run.dataset, ShardSampler(len(run.dataset)), run.config.data.eval_batch_size, 0)
-    kwargs = {} if run.config.task == "classification" or votes is None else {"votes": votes}
-    metrics = run.task.evaluate(run.model, loader, torch.device("cpu"), autocast=contextlib.nullcontext, **kwargs)
-    hook.remove()
-    if raw:
-        run.dataset.transform = None
-    return run, seen, metrics
-
-
 @pytest.mark.parametrize("votes", [1, 3])
 def test_classification_equals_eval(runs, votes):
-    run, passes, metrics = _eval_outputs(runs["classification"], "logits", votes=votes)
+    run, passes, metrics = eval_outputs(runs["classification"], "logits", votes=votes)
     batches = len(passes) // votes  # eval: all batches of vote 0, then of vote 1, ...
     probs = torch.stack([torch.cat(passes[v * batches:(v + 1) * batches]).softmax(-1) for v in range(votes)]).mean(0)
     samples = [run.dataset[i]["pos"] for i in range(len(run.dataset))]
@@ -55,7 +36,7 @@ def test_classification_equals_eval(runs, votes):
 
 @pytest.mark.parametrize("votes", [1, 2])
 def test_part_segmentation_equals_eval(runs, votes):
-    run, passes, metrics = _eval_outputs(runs["part_segmentation"], "logits", votes=votes)
+    run, passes, metrics = eval_outputs(runs["part_segmentation"], "logits", votes=votes)
     items = [run.dataset[i] for i in range(len(run.dataset))]
     predictor = pointabstract.load(runs["part_segmentation"])
     found = predictor.predict([s["pos"] for s in items], votes=votes, normalize="none",
@@ -71,7 +52,7 @@ def test_part_segmentation_equals_eval(runs, votes):
 
 
 def test_reconstruction_equals_eval(runs):
-    run, outputs, metrics = _eval_outputs(runs["reconstruction"], "points", raw=True)
+    run, outputs, metrics = eval_outputs(runs["reconstruction"], "points", raw=True)
     raw = [run.dataset[i]["pos"] for i in range(len(run.dataset))]  # un-normalised: the predictor normalises
     found = pointabstract.load(runs["reconstruction"]).predict(raw)
     assert all(isinstance(r, Reconstruction) for r in found)

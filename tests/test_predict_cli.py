@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import pointabstract
 from pointabstract.cli import main
@@ -118,3 +119,28 @@ def test_output_names_and_ply_bytes(tmp_path):
     (tmp_path / "t.ply").write_bytes(data)
     shape = read_shape(tmp_path / "t.ply")
     assert np.array_equal(shape.points, points) and np.array_equal(shape.faces, [[0, 1, 2]])
+
+
+def test_a_classifier_trained_on_a_folder_of_own_shapes(tmp_path, monkeypatch, capsys):
+    """data.dataset=folder: the class names come from the checkpoint, files are fed in their own
+    coordinates as the folder dataset fed them (so eval's samples get eval's probabilities), and
+    predict runs over the same folder."""
+    from pointabstract.engine import load_config, train
+    from tests.data.datasets.test_folder import write_shapes
+    from tests.fixtures import TINY_MODEL
+    from tests.predict_runs import eval_outputs
+
+    monkeypatch.setenv("POINTABSTRACT_CACHE", str(tmp_path / "cache"))
+    shapes = write_shapes(tmp_path / "my shapes", per_class=4)
+    train(load_config(None, [f"data.root={shapes}", f"log.out_dir={tmp_path / 'run'}", "data.dataset=folder",
+                             "data.num_points=48", "data.batch_size=3", "data.workers=0", "optim.epochs=1",
+                             "log.progress=false", "log.tensorboard=false", *TINY_MODEL]))
+    checkpoint = tmp_path / "run" / "last.pt"
+    predictor = pointabstract.load(checkpoint)
+    assert predictor.class_names == ["pyramid", "slab", "tetra"] and predictor.frame == "none"
+    run, passes, _ = eval_outputs(checkpoint, "logits")
+    found = predictor.predict(np.stack([run.dataset[i]["pos"] for i in range(len(run.dataset))]))
+    assert np.allclose(np.stack([r.probs for r in found]), torch.cat(passes).softmax(-1).numpy(), atol=1e-5)
+    assert main(["predict", str(checkpoint), str(shapes), "--out", str(tmp_path / "out")]) == 0
+    records = json.loads((tmp_path / "out" / "predictions.json").read_text())
+    assert len(records) == 12 and {r["top_k"][0]["class"] for r in records} <= {"pyramid", "slab", "tetra"}
