@@ -80,7 +80,7 @@ def _files(inputs: list[str]) -> tuple[list[Path], list[str]]:
     """The files of each input (file, folder, glob); an input that lists none is a skip."""
     from ..data.files import find_shape_files
 
-    files, skipped = [], []
+    files, skipped = {}, []  # dict: each file once, in order
     for item in inputs:
         try:
             found = find_shape_files([item])
@@ -89,8 +89,8 @@ def _files(inputs: list[str]) -> tuple[list[Path], list[str]]:
             continue
         if not found:
             skipped.append(_skip(item, "no shape file found"))
-        files += [f for f in found if f not in files]
-    return files, skipped
+        files.update(dict.fromkeys(found))
+    return list(files), skipped
 
 
 def _skip(what, reason) -> str:
