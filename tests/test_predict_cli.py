@@ -144,3 +144,18 @@ def test_a_classifier_trained_on_a_folder_of_own_shapes(tmp_path, monkeypatch, c
     assert main(["predict", str(checkpoint), str(shapes), "--out", str(tmp_path / "out")]) == 0
     records = json.loads((tmp_path / "out" / "predictions.json").read_text())
     assert len(records) == 12 and {r["top_k"][0]["class"] for r in records} <= {"pyramid", "slab", "tetra"}
+
+
+def test_a_progress_bar_on_a_terminal_and_none_in_a_log(runs, tmp_path, capsys, monkeypatch):
+    import sys
+
+    files = _clouds(tmp_path / "in")
+    argv = ["predict", str(runs["classification"]), *map(str, files)]
+    assert main(argv) == 0
+    logged = capsys.readouterr()
+    assert "file/s" not in logged.err and len(logged.out.splitlines()) == len(files)  # one line per file
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 0
+    shown = capsys.readouterr()
+    assert "predict: " in shown.err and "/4 [" in shown.err and "file/s" in shown.err  # a bar over the 4 files
+    assert len(shown.out.splitlines()) == len(files)  # the table rows still print above the bar
