@@ -4,7 +4,7 @@ import re
 import pytest
 import torch
 
-from pointabstract.bench import capsules
+from pointabstract.bench import capsule_timing, capsules
 from pointabstract.bench.capsule_training import capsule_part_table
 from pointabstract.bench.capsules import PAPER_TABLE4, build, fits, format_table, max_batch, measure_step
 
@@ -18,7 +18,7 @@ def test_max_batch_doubles_then_bisects(monkeypatch, threshold, limit, want):
         tried.append(batch)
         return batch <= threshold
 
-    monkeypatch.setattr(capsules, "fits", fake_fits)
+    monkeypatch.setattr(capsule_timing, "fits", fake_fits)
     assert max_batch(12, "dynamic", points=64, cap_mb=1, limit=limit) == want
     assert len(tried) <= 2 * limit.bit_length() + 1
 
@@ -85,8 +85,8 @@ def _no_work(monkeypatch):
     def work(*args, **kwargs):
         raise AssertionError("the benchmark started work before refusing its options")
 
-    monkeypatch.setattr(capsules, "_subprocess", work)
-    monkeypatch.setattr(capsules, "max_batch", work)
+    monkeypatch.setattr(capsule_timing, "_subprocess", work)
+    monkeypatch.setattr(capsule_timing, "max_batch", work)
     monkeypatch.setattr(capsule_training, "train_run", work)
 
 
