@@ -38,7 +38,16 @@ import sys
 from pathlib import Path
 
 from .capsule_models import ROUTINGS, SIZES, build
-from .capsule_timing import PAPER_TABLE4, fits, format_table, max_batch, measure_step, ratios, timing_rows
+from .capsule_timing import (
+    PAPER_TABLE4,
+    PARTS,
+    fits,
+    format_table,
+    max_batch,
+    measure_step,
+    ratios,
+    timing_rows,
+)
 
 __all__ = ["PAPER_TABLE4", "add_arguments", "build", "fits", "format_table", "main", "max_batch",
            "measure_step"]
@@ -49,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=8, help="clouds per timed step")
     parser.add_argument("--points", type=int, default=2048, help="input points per cloud (timed step)")
     parser.add_argument("--repeats", type=int, default=3, help="timed steps (median)")
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS,
+                        help="what a timed step trains: the whole autoencoder, the routing module alone "
+                             "(from primary capsules), or both rows (default)")
     parser.add_argument("--cap-mb", type=float, default=1024, help="memory cap of the max-batch search")
     parser.add_argument("--cap-points", type=int, default=1024, help="input points in the max-batch search")
     parser.add_argument("--max-batch-limit", type=int, default=128, help="largest batch tried (0: skip)")

@@ -37,6 +37,48 @@ def test_measure_step_and_table():
     assert PAPER_TABLE4[(64, "centroid")] == {"cd": 1.4, "params_m": 5.3, "max_batch": 36}
 
 
+@pytest.mark.parametrize("routing", ["dynamic", "em", "centroid"])
+def test_routing_only_step_trains_the_routing_module_alone(routing):
+    from pointabstract.bench.capsule_timing import _input, _step_fn
+
+    model = build(12, "dynamic" if routing == "dynamic" else routing, tiny=True)
+    step = _step_fn(model, "routing")
+    u = _input(model, "routing", 3, 64)
+    assert u.shape == (3, model.cfg.primary_caps, model.cfg.primary_dim)
+    assert float(u.norm(dim=-1).max()) < 1  # squashed, as the primary layer emits them
+    step(u)
+    routing_params = list(model.routing.parameters())
+    assert routing_params and all(p.grad is not None for p in routing_params)
+    others = [p for n, p in model.named_parameters() if not n.startswith("routing.")]
+    assert others and all(p.grad is None for p in others)  # encoder and decoder are not part of it
+    row = measure_step(12, routing, batch=2, points=64, repeats=1, tiny=True, part="routing")
+    whole = measure_step(12, routing, batch=2, points=64, repeats=1, tiny=True)
+    assert row["params_m"] == pytest.approx(sum(p.numel() for p in routing_params) / 1e6)
+    assert 0 < row["params_m"] < whole["params_m"] and row["ms"] > 0
+
+
+def test_routing_rows_in_the_table_and_ratios():
+    from pointabstract.bench.capsule_timing import ratios
+
+    rows = [{"caps": 12, "routing": r, "part": part, "params_m": p, "ms": ms, "peak_mb": 1.0, "max_batch": b,
+             "batch_limit": 64}
+            for r, part, p, ms, b in [("dynamic", "model", 18.0, 100.0, 16), ("centroid", "model", 6.0, 100.0, 32),
+                                      ("dynamic", "routing", 12.0, 80.0, 8), ("centroid", "routing", 0.12, 20.0, 64)]]
+    table = format_table(rows, batch=8, points=64, cap_mb=64, cap_points=64)
+    assert "| 12 | dynamic | whole model | 18.00 | 100 | 1 | 16 | - | 18.4 | 22 | 2.7 |" in table
+    assert "| 12 | centroid | routing only | 0.12 | 20 | 1 | >= 64 | - | - | - | - |" in table
+    assert ratios(rows) == [
+        "- 12 capsules, whole models, centroid vs dynamic routing: parameters x0.33, step time x1.00, "
+        "max batch x2.00",
+        "- 12 capsules, routing only, centroid vs dynamic routing: parameters x0.01, step time x0.25, "
+        "max batch x>= 8.00"]
+
+
+def test_routing_only_fits_under_an_address_space_cap():
+    assert fits(12, "dynamic", 2, points=64, cap_mb=64, tiny=True, part="routing")
+    assert not fits(12, "dynamic", 10**6, points=64, cap_mb=64, tiny=True, part="routing")
+
+
 def test_build_rejects_unknown_sizes():
     with pytest.raises(ValueError, match=r"caps must be one of \[12, 64\], got 7"):
         build(7, "dynamic")
