@@ -157,6 +157,14 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
         ctx.close()
 
 
+def claim_for_rank(out, *, overwrite: bool, is_main: bool) -> None:
+    """:func:`claim_run_folder` under several processes: without ``overwrite`` every process
+    checks (and fails alike); with it rank 0 alone checks and removes, and the others do not
+    look (rank 0 may not have removed the old run yet when they would)."""
+    if is_main or not overwrite:
+        claim_run_folder(out, overwrite=overwrite)
+
+
 def _resume_from(cfg: RunConfig, out: Path, allow_config_change: bool) -> tuple[dict, dict]:
     """The checkpoint to resume from and the config changes since it was written."""
     if not (out / "last.pt").is_file():
@@ -207,8 +215,8 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
                          f"evenly over the {ctx.world_size} processes")
     if ctx.is_main:
         remove_stale_temporaries(out)
-    if not resume:  # every process checks (and fails alike); rank 0 alone removes
-        claim_run_folder(out, overwrite=overwrite and ctx.is_main)
+    if not resume:
+        claim_for_rank(out, overwrite=overwrite, is_main=ctx.is_main)
     ckpt, changes = _resume_from(cfg, out, allow_config_change) if resume else (None, {})
     _seed_everything(cfg.seed)
     task = task_class(cfg.task)(cfg)

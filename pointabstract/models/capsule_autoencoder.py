@@ -196,7 +196,9 @@ class CapsuleAutoencoder(nn.Module):
         "capsule_index": (N_out,) int64 capsule that decoded each output point,
         "assignments": (B, P, L)}``; ``return_features`` adds ``"primary"`` (B, P, D).
         ``noise_seed``: (B,) int64 seeds of the decoder's training samples, one per cloud
-        (None: torch's global generator); ignored in evaluation mode."""
+        (None: torch's global generator); ignored in evaluation mode. ``N_out`` = L x
+        (``num_points`` // L): each latent capsule decodes the same number of points, so the
+        12-capsule models give 12 x 170 = 2,040 points for 2,048 (the paper's Fig. 5 caption)."""
         v, assignments, primary = self.encode(pos)
         _check_noise_seed(noise_seed, pos.shape[0])
         out = {"points": self.decoder(v, noise_seed=noise_seed), "capsules": v,

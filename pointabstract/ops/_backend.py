@@ -47,7 +47,7 @@ _MODULES = {
 # FPS goes through the host: its m dependent steps cost a kernel launch each on the GPU, and
 # the numba kernel plus two copies beat a torch loop 8-16x on every workload; torch-cluster's
 # CUDA kernel (not measured) comes after it. KNN and ball query stay on the GPU with torch
-# (our exact KNN runs 0.1-0.6x the speed of the approximate, unvalidated cdist + topk; README).
+# (our exact KNN runs 0.1-0.6x the speed of the approximate, unvalidated cdist + topk; docs/ops.md).
 _AUTO: dict[tuple[str, str], tuple[str, ...]] = {
     ("farthest_point_sample", "cpu"): ("numba", "fpsample", "torch"),
     ("farthest_point_sample", "cuda"): ("numba", "torch_cluster", "torch"),

@@ -5,7 +5,8 @@
   it imports no task.
 - one subpackage per task, each with the same files: ``session.py`` (checkpoint -> what one
   sample shows), ``scenes.py`` (the panels), ``figures.py`` (report figure, eval section) and
-  ``app.py`` (the viewer state and keys):
+  ``app.py`` (the viewer state and keys), and ``html.py`` (the same sample as data for the
+  browser page that :mod:`.core.html` writes):
   :mod:`.classification` (feature-space vs 3D neighbourhoods of a query point, with
   ``part_agreement.py`` and ``neighbourhood_text.py``), :mod:`.capsules` (a capsule
   autoencoder's input vs reconstruction by latent capsule, the Fig. 5 figure) and

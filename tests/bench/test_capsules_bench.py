@@ -4,7 +4,7 @@ import re
 import pytest
 import torch
 
-from pointabstract.bench import capsules
+from pointabstract.bench import capsule_timing, capsules
 from pointabstract.bench.capsule_training import capsule_part_table
 from pointabstract.bench.capsules import PAPER_TABLE4, build, fits, format_table, max_batch, measure_step
 
@@ -18,7 +18,7 @@ def test_max_batch_doubles_then_bisects(monkeypatch, threshold, limit, want):
         tried.append(batch)
         return batch <= threshold
 
-    monkeypatch.setattr(capsules, "fits", fake_fits)
+    monkeypatch.setattr(capsule_timing, "fits", fake_fits)
     assert max_batch(12, "dynamic", points=64, cap_mb=1, limit=limit) == want
     assert len(tried) <= 2 * limit.bit_length() + 1
 
@@ -35,6 +35,48 @@ def test_measure_step_and_table():
     table = format_table([row], batch=2, points=64, cap_mb=64, cap_points=64)
     assert "| 12 | dynamic |" in table and "3 ± 1.4" in table and "| 18.4 | 22 | 2.7 |" in table
     assert PAPER_TABLE4[(64, "centroid")] == {"cd": 1.4, "params_m": 5.3, "max_batch": 36}
+
+
+@pytest.mark.parametrize("routing", ["dynamic", "em", "centroid"])
+def test_routing_only_step_trains_the_routing_module_alone(routing):
+    from pointabstract.bench.capsule_timing import _input, _step_fn
+
+    model = build(12, "dynamic" if routing == "dynamic" else routing, tiny=True)
+    step = _step_fn(model, "routing")
+    u = _input(model, "routing", 3, 64)
+    assert u.shape == (3, model.cfg.primary_caps, model.cfg.primary_dim)
+    assert float(u.norm(dim=-1).max()) < 1  # squashed, as the primary layer emits them
+    step(u)
+    routing_params = list(model.routing.parameters())
+    assert routing_params and all(p.grad is not None for p in routing_params)
+    others = [p for n, p in model.named_parameters() if not n.startswith("routing.")]
+    assert others and all(p.grad is None for p in others)  # encoder and decoder are not part of it
+    row = measure_step(12, routing, batch=2, points=64, repeats=1, tiny=True, part="routing")
+    whole = measure_step(12, routing, batch=2, points=64, repeats=1, tiny=True)
+    assert row["params_m"] == pytest.approx(sum(p.numel() for p in routing_params) / 1e6)
+    assert 0 < row["params_m"] < whole["params_m"] and row["ms"] > 0
+
+
+def test_routing_rows_in_the_table_and_ratios():
+    from pointabstract.bench.capsule_timing import ratios
+
+    rows = [{"caps": 12, "routing": r, "part": part, "params_m": p, "ms": ms, "peak_mb": 1.0, "max_batch": b,
+             "batch_limit": 64}
+            for r, part, p, ms, b in [("dynamic", "model", 18.0, 100.0, 16), ("centroid", "model", 6.0, 100.0, 32),
+                                      ("dynamic", "routing", 12.0, 80.0, 8), ("centroid", "routing", 0.12, 20.0, 64)]]
+    table = format_table(rows, batch=8, points=64, cap_mb=64, cap_points=64)
+    assert "| 12 | dynamic | whole model | 18.00 | 100 | 1 | 16 | - | 18.4 | 22 | 2.7 |" in table
+    assert "| 12 | centroid | routing only | 0.12 | 20 | 1 | >= 64 | - | - | - | - |" in table
+    assert ratios(rows) == [
+        "- 12 capsules, whole models, centroid vs dynamic routing: parameters x0.33, step time x1.00, "
+        "max batch x2.00",
+        "- 12 capsules, routing only, centroid vs dynamic routing: parameters x0.01, step time x0.25, "
+        "max batch x>= 8.00"]
+
+
+def test_routing_only_fits_under_an_address_space_cap():
+    assert fits(12, "dynamic", 2, points=64, cap_mb=64, tiny=True, part="routing")
+    assert not fits(12, "dynamic", 10**6, points=64, cap_mb=64, tiny=True, part="routing")
 
 
 def test_build_rejects_unknown_sizes():
@@ -85,8 +127,8 @@ def _no_work(monkeypatch):
     def work(*args, **kwargs):
         raise AssertionError("the benchmark started work before refusing its options")
 
-    monkeypatch.setattr(capsules, "_subprocess", work)
-    monkeypatch.setattr(capsules, "max_batch", work)
+    monkeypatch.setattr(capsule_timing, "_subprocess", work)
+    monkeypatch.setattr(capsule_timing, "max_batch", work)
     monkeypatch.setattr(capsule_training, "train_run", work)
 
 

@@ -122,3 +122,20 @@ def _other_process_lock(out):
         from pointabstract.engine.run_dir import RunFolderBusyError
 
         raise RunFolderBusyError(done.stdout)
+
+
+def test_overwrite_under_several_processes_is_rank_zero_s_alone(tmp_path):
+    from pointabstract.engine.trainer import claim_for_rank
+
+    def held_run():
+        (tmp_path / "last.pt").write_bytes(b"not a checkpoint")
+        (tmp_path / "metrics.json").write_text("{}")
+
+    held_run()
+    for is_main in (True, False):  # without --overwrite every process refuses alike
+        with pytest.raises(FileExistsError, match="already holds a run"):
+            claim_for_rank(tmp_path, overwrite=False, is_main=is_main)
+    claim_for_rank(tmp_path, overwrite=True, is_main=False)  # another rank: does not look, removes nothing
+    assert (tmp_path / "last.pt").is_file() and (tmp_path / "metrics.json").is_file()
+    claim_for_rank(tmp_path, overwrite=True, is_main=True)  # rank 0 removes the old run
+    assert not (tmp_path / "last.pt").exists() and not (tmp_path / "metrics.json").exists()

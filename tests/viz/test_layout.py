@@ -56,7 +56,7 @@ def test_the_core_imports_no_task_and_no_task_imports_another_or_the_dispatch():
 
 @pytest.mark.parametrize("task", TASKS)
 def test_each_task_holds_the_same_files(task):
-    assert {"__init__.py", "session.py", "scenes.py", "figures.py", "app.py"} <= {
+    assert {"__init__.py", "session.py", "scenes.py", "figures.py", "app.py", "html.py"} <= {
         p.name for p in (VIZ / task).glob("*.py")}
 
 

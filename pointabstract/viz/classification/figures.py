@@ -26,8 +26,8 @@ from .part_agreement import open_part_dataset, part_agreement
 from .scenes import default_k, feature_knn, neighbourhood_scene, xyz_knn
 from .session import SampleView, ViewSession, load_view_session
 
-__all__ = ["NeighbourhoodReport", "contrasting_queries", "neighbourhood_figure", "neighbourhood_report",
-           "neighbourhood_section", "pick_queries"]
+__all__ = ["NeighbourhoodReport", "PartSamples", "contrasting_queries", "neighbourhood_figure",
+           "neighbourhood_report", "neighbourhood_section", "pick_queries"]
 
 FAINT = 0.3  # share of the part colour in the context cloud's colours (the rest is white)
 
@@ -160,7 +160,7 @@ def neighbourhood_report(checkpoint: str | Path | ViewSession, out_dir: str | Pa
         parts, why = None, str(err).splitlines()[0]
     metrics: dict = {}
     if parts is not None:
-        shown = replace(session, dataset=_PartSamples(parts, session.class_names))
+        shown = replace(session, dataset=PartSamples(parts, session.class_names))
         train_parts = open_part_dataset(cfg.data.root, num_points=cfg.data.num_points,
                                         use_normals=cfg.data.use_normals)
         run = dict(max_shapes=agreement_shapes, use_normals=cfg.data.use_normals, device=session.device)
@@ -182,7 +182,7 @@ def neighbourhood_section(checkpoint: str | Path | ViewSession, out_dir: str | P
     return neighbourhood_report(checkpoint, out_dir, name=name, **kwargs).markdown
 
 
-class _PartSamples(torch.utils.data.Dataset):
+class PartSamples(torch.utils.data.Dataset):
     """A part-labelled split seen as a classification split: ``label`` = ``category`` when the
     class names are the ShapeNetPart categories (the built-in synthetic data), else none."""
 

@@ -23,7 +23,7 @@ from ..core.colors import CONTEXT, QUERY, contrasting_highlight, part_palette
 from ..core.geometry import float_points
 from ..core.html import encode_array, rgb8, write_page
 from .app import COLORINGS, ViewerState
-from .figures import FAINT, _PartSamples
+from .figures import FAINT, PartSamples
 from .neighbourhood_text import verdict
 from .part_agreement import open_part_dataset, part_agreement
 from .scenes import LAYOUTS
@@ -47,7 +47,7 @@ def part_session(session: ViewSession) -> ViewSession:
         return session
     if len(parts) != len(session.dataset):
         return session
-    return replace(session, dataset=_PartSamples(parts, session.class_names))
+    return replace(session, dataset=PartSamples(parts, session.class_names))
 
 
 def classification_data(session: ViewSession, indices: Sequence[int], *, block: int | None = None,
