@@ -133,7 +133,8 @@ def _unit_or_note(points: np.ndarray, extra: np.ndarray | None):
 def _read_table(path: Path):
     from .datasets.point_table import read_point_table
 
-    return _unit_or_note(*read_point_table(path))
+    points, normals, named = read_point_table(path)
+    return (points, normals, None, None) if named else _unit_or_note(points, normals)
 
 
 def _split_array(path: Path, array: np.ndarray, what: str):

@@ -212,6 +212,13 @@ def test_six_columns_that_are_not_normals_are_left_out_with_a_note(tmp_path):
         assert shape.normals is None and shape.note == NOT_NORMALS
 
 
+def test_normals_named_by_a_header_are_kept_as_they_are(tmp_path):
+    (tmp_path / "c.csv").write_text("x,y,z,nx,ny,nz\n0,0,0,0,0,2\n1,0,0,3,0,0\n")
+    shape = read_shape(tmp_path / "c.csv")
+    np.testing.assert_array_equal(shape.normals, [[0, 0, 2], [3, 0, 0]])
+    assert shape.note is None
+
+
 def test_numpy_files(tmp_path):
     np.save(tmp_path / "a.npy", CLOUD)
     np.save(tmp_path / "b.npy", np.hstack([CLOUD, NORMALS]).astype(np.float32))

@@ -181,9 +181,11 @@ def split_of(layout: FolderLayout, root: Path, *, seed: int, test_fraction: floa
 def write_split(path: Path, root: Path, splits: dict, *, kind: str, seed: int, test_fraction: float) -> None:
     """The split as JSON (``rule``, ``seed``, ``test_fraction``, the relative paths per split),
     rewritten only when it changed."""
+    rule = ("per class, files ordered by sha1('<seed>:<relative path>'), the first test_fraction * n "
+            "rounded half up (at least 1, at most n - 1) are test" if kind == "seeded split"
+            else f"as given by the {kind} (seed and test_fraction unused)")
     record = {"root": str(root.resolve()), "layout": kind, "seed": seed, "test_fraction": test_fraction,
-              "rule": "per class, files ordered by sha1('<seed>:<relative path>'), the first "
-                      "test_fraction * n rounded half up (at least 1, at most n - 1) are test",
+              "rule": rule,
               **{s: [f.relative_to(root).as_posix() for f, _ in splits[s]] for s in _SPLITS}}
     text = json.dumps(record, indent=1)
     if not path.is_file() or path.read_text() != text:

@@ -73,12 +73,14 @@ def _parse(path: Path, lines: list[tuple[int, str]], delimiter: str | None, widt
     return table
 
 
-def read_point_table(path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
+def read_point_table(path: str | Path) -> tuple[np.ndarray, np.ndarray | None, bool]:
     """Read a text table of points (see the module docstring for the accepted layouts).
 
     Returns:
         points: (N, 3) float64.
         normals: (N, 3) float64, or None when the table has no normal columns.
+        named: True when a header named the columns (the normals are then as named; without
+            a header, columns 4-6 may be something else, see :func:`unit_normals`).
 
     Raises:
         ValueError: naming the file (and line), for no data line, a column count other than
@@ -103,10 +105,10 @@ def read_point_table(path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
         if max(xyz + (normal or [])) >= width:
             raise ValueError(f"{path}:{header[0]}: the header names more columns than the {width} "
                              "of the data")
-        return table[:, xyz], None if normal is None else table[:, normal]
+        return table[:, xyz], None if normal is None else table[:, normal], True
     if width == 3:
-        return table, None
-    return table[:, :3], table[:, 3:]
+        return table, None, False
+    return table[:, :3], table[:, 3:], False
 
 
 def unit_normals(values: np.ndarray) -> bool:

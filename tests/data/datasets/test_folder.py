@@ -150,6 +150,9 @@ def test_class_split_folders_split_class_folders_and_lists(tmp_path):
     assert layout.notes == ["2 shape file(s) listed in neither train.txt nor test.txt: left out"]
     ds = ShapeFolder(c, "test", num_points=16)
     assert ds.sources == [str(c / "tetra" / "t1.obj")] and ds.labels.tolist() == [2]
+    record = json.loads(ds.split_file.read_text())
+    assert record["rule"] == "as given by the split lists (seed and test_fraction unused)"
+    assert record["test"] == ["tetra/t1.obj"]
 
 
 def test_clouds_are_reduced_by_fps_or_repeated(tmp_path):
