@@ -198,3 +198,23 @@ def test_a_real_scannet_scene_large_n(runs, realdata):
     parts = pointabstract.load(runs["part_segmentation"]).predict(path, category="Table")
     assert parts.labels.shape == (len(rows),) and np.allclose(parts.points, rows[:, :3])
     assert set(parts.labels.tolist()) <= {47, 48, 49}
+
+
+def test_z_up_inputs_are_turned_to_y_up_and_back(runs):
+    """up="z" is (x, y, z) -> (x, z, -y) before the model: the same as handing in the turned cloud;
+    decoded points and part labels come back in the input's own axes."""
+    rng = np.random.default_rng(7)
+    cloud = (rng.normal(size=(64, 3)) * [1, 2, 3]).astype(np.float32)
+    turned = np.stack([cloud[:, 0], cloud[:, 2], -cloud[:, 1]], 1)
+    cls = pointabstract.load(runs["classification"])
+    assert np.allclose(cls.predict(cloud, up="z").probs, cls.predict(turned).probs, atol=1e-6)
+    assert "z up: turned so that z points along the model's y axis" in cls.predict(cloud, up="z").notes
+    rec = pointabstract.load(runs["reconstruction"])
+    back = rec.predict(turned).points  # in the turned axes
+    expected = np.stack([back[:, 0], -back[:, 2], back[:, 1]], 1)  # turned back: (x, y', z') -> (x, -z', y')
+    assert np.allclose(rec.predict(cloud, up="z").points, expected, atol=1e-5)
+    seg = pointabstract.load(runs["part_segmentation"])
+    a, b = seg.predict(cloud, up="z", category="Lamp"), seg.predict(turned, category="Lamp")
+    assert np.array_equal(a.labels, b.labels) and np.array_equal(a.points, cloud)
+    with pytest.raises(ValueError, match=r"up must be one of \['y', 'z'\] \(the input's up axis\), got 'x'"):
+        cls.predict(cloud, up="x")

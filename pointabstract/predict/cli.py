@@ -21,6 +21,7 @@ __all__ = ["add_parser", "run"]
 USER_ERRORS = (ValueError, TypeError, OSError)
 EPILOG = """examples:
   pointabstract predict runs/demo/last.pt chair.ply scans/*.off --top-k 3 --out preds
+  pointabstract predict runs/demo/last.pt ModelNet40/chair/test/ --up z   z-up meshes
   pointabstract predict runs/demo/capsules_ca/last.pt mug.obj --out recon --per-capsule
   pointabstract predict runs/demo/parts/last.pt mug.ply --category Mug --out parts
 """
@@ -42,6 +43,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                             "without it; the others: default ./predictions)")
     p.add_argument("--category", help="part segmentation: the ShapeNetPart category of every input (default: "
                                       "the synset folder a file lies in)")
+    p.add_argument("--up", default="y", help="the files' up axis: y (default, as the built-in data) or z "
+                                             "(ModelNet's OFF meshes, many scans; turned to y up)")
     p.add_argument("--per-capsule", action="store_true", dest="per_capsule",
                    help="reconstruction: also one PLY per latent capsule")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
@@ -55,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out} is a file, not a folder")
+    from .prepare import UP_ROTATIONS
+
+    if args.up not in UP_ROTATIONS:
+        raise ValueError(f"--up must be one of {list(UP_ROTATIONS)} (the files' up axis), got {args.up!r}")
     predictor = load(args.checkpoint, device=args.device)
     predictor.check_options(flags=True, top_k=args.top_k, votes=args.votes, category=args.category,
                             per_capsule=args.per_capsule or None)
@@ -65,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     names = dict(zip(files, output_names([str(f) for f in files])))
     results = []
     for chunk in _chunks(files, predictor.batch_size, progress=sys.stderr.isatty()):
-        prepared = [p for f in chunk if (p := _prepared(predictor, f, args.category, skipped)) is not None]
+        prepared = [p for f in chunk if (p := _prepared(predictor, f, args, skipped)) is not None]
         if prepared:
             found = predictor.run(prepared, top_k=args.top_k, votes=args.votes, category=args.category)
             results += [_report(predictor, p, r, out, names[p.cloud.path], args)
@@ -110,13 +117,13 @@ def _chunks(files: list[Path], size: int, *, progress: bool):
             bar.update(min(size, len(files) - start))
 
 
-def _prepared(predictor, path: Path, category, skipped: list[str]):
+def _prepared(predictor, path: Path, args, skipped: list[str]):
     """``path`` read and prepared (its category checked for part segmentation), or None after
     reporting why it is skipped."""
     try:
-        prepared = predictor.prepare([path])[0]
+        prepared = predictor.prepare([path], up=args.up)[0]
         if predictor.task == "part_segmentation":
-            predictor.category_of(path, str(path), category)
+            predictor.category_of(path, str(path), args.category)
         return prepared
     except USER_ERRORS as err:
         skipped.append(_skip(path, err))

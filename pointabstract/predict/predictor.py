@@ -17,7 +17,7 @@ from ..data.categories import CATEGORY_BY_SYNSET, SHAPENET_PART, resolve_categor
 from .classify import classify
 from .inputs import as_clouds, is_batch
 from .loading import Trained, load_trained
-from .prepare import NORMALIZE, Prepared, minimum_points, prepare, training_frame
+from .prepare import NORMALIZE, UP_ROTATIONS, Prepared, minimum_points, prepare, training_frame
 from .reconstruct import reconstruct
 from .segment import segment
 
@@ -66,7 +66,7 @@ class Predictor:
                 f"checkpoint={str(self.trained.path)!r})")
 
     def predict(self, x, *, top_k: int | None = None, votes: int | None = None, category=None,
-                normalize: str | None = None):
+                normalize: str | None = None, up: str = "y"):
         """Predict on ``x``: a path (file, folder or glob), an (N, 3|6) or (B, N, 3|6) array (NumPy
         or torch; columns x y z [nx ny nz]), or a list of paths / clouds of different sizes.
 
@@ -81,6 +81,8 @@ class Predictor:
                 (:func:`~.prepare.training_frame`, :attr:`frame`); ``"unit_sphere"``: centre and
                 scale each input into the unit sphere; ``"none"`` (classification and part
                 segmentation): the points as given, as ``eval`` feeds a dataset sample.
+            up: the inputs' up axis: ``"y"`` (default, as the built-in data) or ``"z"`` (e.g.
+                ModelNet's OFF meshes, scans): turned to y up for the model, outputs turned back.
 
         Returns:
             One :class:`~.results.ClassPrediction`, :class:`~.results.Reconstruction` or
@@ -92,16 +94,18 @@ class Predictor:
             no normals, a missing or unknown category) or the option that does not apply.
         """
         self.check_options(top_k=top_k, votes=votes, category=category)
-        prepared = self.prepare(x, normalize=normalize)
+        prepared = self.prepare(x, normalize=normalize, up=up)
         results = self.run(prepared, top_k=top_k, votes=votes, category=category)
         return results if is_batch(x) else results[0]
 
-    def prepare(self, x, *, normalize: str | None = None) -> list[Prepared]:
+    def prepare(self, x, *, normalize: str | None = None, up: str = "y") -> list[Prepared]:
         """Every input of ``x`` (as :meth:`predict` takes it) read and prepared for the model."""
         transform = self._transform(normalize)
+        if up not in UP_ROTATIONS:
+            raise ValueError(f"up must be one of {list(UP_ROTATIONS)} (the input's up axis), got {up!r}")
         cfg = self.trained.config
         return [prepare(c, num_points=self.num_points, use_normals=cfg.data.use_normals, transform=transform,
-                        seed=cfg.seed) for c in as_clouds(x)]
+                        seed=cfg.seed, up=up) for c in as_clouds(x)]
 
     def run(self, prepared: list[Prepared], *, top_k: int | None = None, votes: int | None = None,
             category=None) -> list:

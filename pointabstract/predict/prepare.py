@@ -10,7 +10,12 @@ Steps, in order (each one that changes the input adds a note to the result):
    repeated points (``point_indices(undersized="repeat")``, seeded).
 2. **Normals**, when the model was trained with them (``data.use_normals``): from the file or
    the array's columns 4-6, the mesh's triangles; a cloud without any is refused.
-3. **Frame**: the one the model was trained in (:func:`training_frame`). ``"unit_sphere"``
+3. **Up axis.** The built-in data, ModelNet40's HDF5 / resampled layouts and ShapeNetPart have
+   y up; ModelNet's OFF meshes, CAD exports and scans often have z up. With ``up="z"`` the
+   points (and normals) are turned by the exact rotation :data:`UP_ROTATIONS` ``["z"]``,
+   ``(x, y, z) -> (x, z, -y)``, so the file's z axis points along the model's y; outputs are
+   turned back. ``up="y"`` (the default) keeps the axes as they are.
+4. **Frame**: the one the model was trained in (:func:`training_frame`). ``"unit_sphere"``
    centres and scales the points into the unit sphere with
    :class:`~pointabstract.data.NormalizeUnitSphere` (for reconstruction it is the task's own
    transform, ``task.transform(train=False)``); ``"none"`` feeds them as given, as ``eval`` feeds
@@ -27,9 +32,11 @@ import numpy as np
 from ..data import NormalizeUnitSphere, point_indices
 from .inputs import Cloud
 
-__all__ = ["NORMALIZE", "Prepared", "minimum_points", "prepare", "training_frame"]
+__all__ = ["NORMALIZE", "Prepared", "UP_ROTATIONS", "minimum_points", "prepare", "training_frame"]
 
 NORMALIZE = ("unit_sphere", "none")
+# the input's up axis -> the rotation R taking it to the model's y-up frame (p -> p @ R.T); exact
+UP_ROTATIONS = {"y": np.eye(3), "z": np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])}
 # datasets whose samples reach a classifier / part segmenter in the files' own coordinates: the
 # folder dataset (data/datasets/folder.py) samples the user's files as stored, with no transform
 _AS_STORED = ("folder",)
@@ -57,13 +64,15 @@ class Prepared:
     pos: np.ndarray  # (N, 3) float32 in the model's frame
     normal: np.ndarray | None  # (N, 3) float32 when the model takes normals
     seen: np.ndarray  # (N, 3) float32: the same N points in the input's coordinates
-    centre: np.ndarray  # (3,) float64: seen = pos * radius + centre
+    centre: np.ndarray  # (3,) float64: seen = (pos * radius + centre) @ rotation
     radius: float
     notes: list[str] = field(default_factory=list)
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3): model axes = input @ rotation.T
 
     def to_input_frame(self, points: np.ndarray) -> np.ndarray:
         """(M, 3) points of the model's frame in the input's coordinates (float32)."""
-        return (np.asarray(points, dtype=np.float64) * self.radius + self.centre).astype(np.float32)
+        turned = np.asarray(points, dtype=np.float64) * self.radius + self.centre
+        return (turned @ self.rotation).astype(np.float32)
 
 
 def minimum_points(num_points: int) -> int:
@@ -72,26 +81,35 @@ def minimum_points(num_points: int) -> int:
     return max(1, num_points // 4)
 
 
-def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed: int) -> Prepared:
+def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed: int,
+            up: str = "y") -> Prepared:
     """``cloud`` as the model's input (see the module docstring); ``transform`` is the frame's
     transform (a :class:`~pointabstract.data.NormalizeUnitSphere` or a Compose holding one) or
-    None for ``normalize="none"``.
+    None for ``normalize="none"``; ``up`` the input's up axis (a key of :data:`UP_ROTATIONS`).
 
     Raises:
         ValueError: naming the cloud: too few points, no normals for a model that needs them.
     """
+    if up not in UP_ROTATIONS:
+        raise ValueError(f"up must be one of {list(UP_ROTATIONS)} (the input's up axis), got {up!r}")
     pos, normal, notes = _pick(cloud, num_points, seed)
     if use_normals and normal is None:
         raise ValueError(f"{cloud.name}: the model was trained with normals (data.use_normals) and this "
                          "cloud has none (give x y z nx ny nz columns, or a mesh)")
-    sample = {"pos": pos, **({"normal": normal} if use_normals else {})}
-    if transform is None:
-        centre, radius = np.zeros(3), 1.0
-    else:
-        centre, radius = NormalizeUnitSphere.frame(pos)
+    rotation = UP_ROTATIONS[up]
+
+    def turn(a: np.ndarray) -> np.ndarray:  # the exact rotation; y up: untouched
+        return a if up == "y" else (a.astype(np.float64) @ rotation.T).astype(np.float32)
+
+    turned = turn(pos)
+    sample = {"pos": turned, **({"normal": turn(normal)} if use_normals else {})}
+    if up != "y":
+        notes.append(f"{up} up: turned so that {up} points along the model's y axis")
+    centre, radius = (np.zeros(3), 1.0) if transform is None else NormalizeUnitSphere.frame(turned)
+    if transform is not None:
         sample = transform(sample)
-    return Prepared(cloud, np.ascontiguousarray(sample["pos"], dtype=np.float32),
-                    sample.get("normal"), pos, centre, radius, [*cloud.notes, *notes])
+    return Prepared(cloud, np.ascontiguousarray(sample["pos"], dtype=np.float32), sample.get("normal"), pos,
+                    centre, radius, [*cloud.notes, *notes], rotation)
 
 
 def _pick(cloud: Cloud, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:

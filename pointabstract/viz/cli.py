@@ -63,6 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", type=Path, metavar="FILE",
                         help="show a shape file instead of a dataset sample (any format of docs/predict.md, "
                              "read and prepared as pointabstract predict does): window, --png or --html")
+    parser.add_argument("--up", help="with --input: the file's up axis, y (default) or z (turned to y up)")
     parser.add_argument("--color", help=f"colouring; classification: {', '.join(COLORINGS)} (default "
                                          f"{COLORINGS[0]}); autoencoder: "
                                          f"{', '.join(capsule_scenes.COLORINGS)} (default capsule)")
@@ -179,7 +180,8 @@ def _session(args: argparse.Namespace):
 
     if args.input is None:
         return load_session(args.checkpoint, data_root=args.data, split=args.split, device=args.device)
-    return load_input_session(args.checkpoint, args.input, device=args.device, category=args.category)
+    return load_input_session(args.checkpoint, args.input, device=args.device, category=args.category,
+                              up=args.up or "y")
 
 
 def _check_input(args: argparse.Namespace) -> None:
@@ -188,6 +190,8 @@ def _check_input(args: argparse.Namespace) -> None:
     if args.input is None:
         if args.category is not None:
             raise ValueError("--category applies with --input FILE (a dataset sample has its category)")
+        if args.up is not None:
+            raise ValueError("--up applies with --input FILE (a dataset sample is in the model's frame)")
         return
     names = ("data", "figure", "compare", "context_pool")
     given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]

@@ -102,7 +102,8 @@ class _InputSample(torch.utils.data.Dataset):
         return self.sample
 
 
-def load_input_session(checkpoint: str | Path, path: str | Path, *, device: str = "cpu", category=None):
+def load_input_session(checkpoint: str | Path, path: str | Path, *, device: str = "cpu", category=None,
+                       up: str = "y"):
     """The session of ``checkpoint``'s task (:data:`SESSIONS`) on one file instead of a dataset split:
     the file read and prepared by the predictor (:meth:`pointabstract.predict.Predictor.prepare`:
     N points, centred and scaled into the unit sphere), shown as sample 0 with the same panels as
@@ -112,6 +113,7 @@ def load_input_session(checkpoint: str | Path, path: str | Path, *, device: str 
         checkpoint: a trainer checkpoint; path: a shape file (docs/predict.md lists the formats).
         device: torch device of the model.
         category: part segmentation: the ShapeNetPart category (default: the file's synset folder).
+        up: the file's up axis, ``"y"`` or ``"z"`` (turned to y up, as ``predict --up``).
 
     Raises:
         FileNotFoundError / ValueError: one line naming the checkpoint or the file.
@@ -123,7 +125,7 @@ def load_input_session(checkpoint: str | Path, path: str | Path, *, device: str 
     predictor.check_options(flags=True, category=category)
     if predictor.task not in SESSIONS:
         raise not_shown(checkpoint, list(SESSIONS), predictor.task)
-    prepared = predictor.prepare([path])[0]
+    prepared = predictor.prepare([path], up=up)[0]
     sample = {"pos": prepared.pos, **({"normal": prepared.normal} if prepared.normal is not None else {})}
     if predictor.task == "part_segmentation":
         sample["category"] = predictor.category_of(prepared.cloud.path, str(path), category)
