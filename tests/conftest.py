@@ -34,3 +34,16 @@ def _no_compile_notice(monkeypatch):
     from pointabstract import cli
 
     monkeypatch.setattr(cli, "KERNEL_COMMANDS", ())
+
+
+@pytest.fixture(scope="session")
+def _shape_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pointabstract-cache")
+
+
+@pytest.fixture(autouse=True)
+def _cache_outside_home(_shape_cache, monkeypatch):
+    """data.dataset=folder samples into $POINTABSTRACT_CACHE (default ~/.cache/pointabstract):
+    tests write into a temporary folder instead, never into the user's cache."""
+    if "POINTABSTRACT_CACHE" not in os.environ:
+        monkeypatch.setenv("POINTABSTRACT_CACHE", str(_shape_cache))

@@ -120,6 +120,33 @@ def _part_layout_missing_shape(tmp_path):
     return data.ShapeNetPart(tmp_path, "train")
 
 
+def _shape_folder(t, *files, **kwargs):
+    """A ShapeFolder over ``t/data`` holding ``files`` (relative path -> text)."""
+    from pointabstract.data.datasets.folder import ShapeFolder
+
+    for name, text in files:
+        (t / "data" / name).parent.mkdir(parents=True, exist_ok=True)
+        (t / "data" / name).write_text(text)
+    return ShapeFolder(t / "data", **kwargs)
+
+
+def _cache_inside_the_data(t):
+    import os
+    from unittest import mock
+
+    from pointabstract.data.datasets.folder_cache import cache_folder
+
+    with mock.patch.dict(os.environ, {"POINTABSTRACT_CACHE": str(t / "cache")}):
+        return cache_folder(t)
+
+
+def _modelnet_tree_with(t, name):
+    (t / "ModelNet40" / name / "train").mkdir(parents=True)
+    (t / "ModelNet40" / name / "train" / "w.off").write_text("OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n")
+    return data.ModelNet40(t, progress=False, cache_dir=t / "cache")
+
+
+TRI = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
 X10 = torch.rand(10, 3, generator=torch.Generator().manual_seed(1))
 UNSORTED = torch.tensor([0, 0, 1, 1, 0, 1, 1, 1, 1, 1])
 
@@ -203,6 +230,38 @@ ROWS = [
     # --- transforms and loaders --------------------------------------------------------------
     ("ModelNet40: no dataset at root", lambda t: data.ModelNet40(t / "nothing", "train"), LayoutNotFoundError,
      r"no ModelNet layout found under .*nothing; looked for:"),
+    ("ModelNet40: a folder of class folders of own shapes",
+     lambda t: data.ModelNet40(_write((t / "cup").mkdir() or t / "cup" / "a.obj", TRI).parents[1]), LayoutNotFoundError,
+     r"holds 1 class folder\(s\) of shape files \(cup\): to train on your own shapes, use data.dataset=folder"),
+    ("ModelNet40: a class ModelNet40 does not have", lambda t: _modelnet_tree_with(t, "widget"), ValueError,
+     r"w.off: unknown class folder 'widget' \(the ModelNet layout has its fixed classes\); to train on your own "
+     r"classes use data.dataset=folder data.root=.*ModelNet40"),
+    ("folder: no class folders", lambda t: _shape_folder(t, ("a.obj", TRI)), LayoutNotFoundError,
+     r"data: no class folders: data.dataset=folder reads ROOT/<class>/<shape files> \(found in .*data: a.obj\)"),
+    ("folder: no such folder", lambda t: _shape_folder(t / "none"), LayoutNotFoundError,
+     r"none/data: no such folder"),
+    ("folder: a class folder without shape files", lambda t: _shape_folder(t, ("cup/a.obj", TRI), ("mug/notes.md", "")),
+     ValueError, r"mug: class folder without any shape file \(.ply .off .obj .stl .pcd .xyz .txt .csv .npy .npz\); "
+                 r"it holds: notes.md"),
+    ("folder: train/ and test/ in some class folders only",
+     lambda t: _shape_folder(t, ("cup/train/a.obj", TRI), ("mug/a.obj", TRI)), ValueError,
+     r"class folder 'mug' has no train/ or test/ folder while others have"),
+    ("folder: a split list naming a missing file",
+     lambda t: _shape_folder(t, ("cup/a.obj", TRI), ("train.txt", "cup/a.obj\n"), ("test.txt", "cup/b.obj\n")),
+     ValueError, r"test.txt: entry 1 'cup/b.obj': no such shape file under .*data \(paths are relative to the data folder"),
+    ("folder: a file in both split lists",
+     lambda t: _shape_folder(t, ("cup/a.obj", TRI), ("train.txt", "cup/a.obj\n"), ("test.txt", "cup/a.obj\n")),
+     ValueError, r"test.txt: entry 1 'cup/a.obj' is also listed in train.txt"),
+    ("folder: a cache folder inside the data", _cache_inside_the_data, ValueError,
+     r"the cache folder .*cache/folder/.* lies inside the data folder .*; set POINTABSTRACT_CACHE to a folder outside it"),
+    ("folder: normals asked of a cloud without", lambda t: _shape_folder(
+        t, ("cup/a.xyz", "0 0 0\n1 0 0\n"), ("cup/b.xyz", "0 0 0\n0 1 0\n"), num_points=2, use_normals=True),
+     ValueError, r"a.xyz: data.use_normals=true but this point cloud has no normals"),
+    ("folder: an unreadable shape file",
+     lambda t: _shape_folder(t, ("cup/train/b.obj", "v 0 0\n"), ("cup/test/a.obj", TRI), num_points=2),
+     ValueError, r"b.obj:1: bad vertex line '0 0': expected 3 numbers"),
+    ("config: data.test_fraction of 1", lambda t: load_config(None, ["data.test_fraction=1"]), ValueError,
+     r"data.test_fraction must be in \(0, 1\), got 1.0"),
     ("ModelNet40: unknown split", lambda t: data.ModelNet40(t, "val"), ValueError,
      r"split must be one of \('train', 'test'\), got 'val'"),
     ("ModelNet40: unknown sampling", lambda t: data.ModelNet40(t, "train", sampling="best"), ValueError,
@@ -245,6 +304,35 @@ ROWS = [
      r"b.off:1: expected the header 'OFF', got 'PLY'"),
     ("read_off: truncated", lambda t: data.read_off(_write(t / "s.off", "OFF\n3 1 0\n0 0 0\n1 1 1\n")),
      ValueError, r"s.off:4: truncated file: the header announces 3 vertices and 1 faces, found 2 data lines"),
+    ("read_shape: unknown extension", lambda t: data.read_shape(_write(t / "scan.dxf", "0\n")), data.ShapeFileError,
+     r"scan.dxf: unknown extension '.dxf'; supported: .ply .off .obj .stl .pcd .xyz .txt .csv .npy .npz"),
+    ("read_shape: missing file", lambda t: data.read_shape(t / "chair.ply"), data.ShapeFileError,
+     r"chair.ply: file not found"),
+    ("read_shape: empty file", lambda t: data.read_shape(_write(t / "e.xyz", "")), data.ShapeFileError,
+     r"e.xyz: empty: no data line"),
+    ("read_shape: unreadable binary", lambda t: data.read_shape(_write(t / "b.pcd", "\x00\x01garbage")),
+     data.ShapeFileError, r"b.pcd: not a PCD file \(no 'DATA ascii\|binary' header line\)"),
+    ("read_shape: non-finite coordinates", lambda t: data.read_shape(_write(t / "n.xyz", "0 0 0\n1 nan 2\n")),
+     data.ShapeFileError, r"n.xyz: non-finite coordinates \(NaN or Inf\) at point 1 \(1 of 2 points\)"),
+    ("read_shape: 2-D points", lambda t: data.read_shape(_write(t / "xy.csv", "0,0\n1,1\n")), data.ShapeFileError,
+     r"xy.csv:1: 2 columns; expected 3 \(x y z\) or 6 \(x y z nx ny nz\), or a header line naming"),
+    ("read_shape: array of the wrong shape",
+     lambda t: data.read_shape(np.save(t / "a.npy", np.zeros((5, 2))) or t / "a.npy"), data.ShapeFileError,
+     r"a.npy: the array must be a numeric \(N, 3\) or \(N, 6\) array \(x y z \[nx ny nz\]\), got shape \(5, 2\)"),
+    ("read_shape: face of a missing vertex",
+     lambda t: data.read_shape(_write(t / "m.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n")), data.ShapeFileError,
+     r"m.obj:4: face corner '9' refers to a missing vertex \(the file has 3 vertices\)"),
+    ("find_shape_files: a folder without shapes",
+     lambda t: data.find_shape_files([_write(t / "notes.md", "") and t]), data.ShapeFileError,
+     r"no shape file \(.ply .off .obj .stl .pcd .xyz .txt .csv .npy .npz\) in this folder or below \(it holds: notes.md\)"),
+    ("find_shape_files: a path that does not exist", lambda t: data.find_shape_files([t / "scans"]),
+     data.ShapeFileError, r"scans: no such file or folder"),
+    ("find_shape_files: a pattern matching no shape file", lambda t: data.find_shape_files([str(t / "*.ply")]),
+     data.ShapeFileError, r"\*.ply: no shape file \(.ply .off .obj .stl .pcd .xyz .txt .csv .npy .npz\) matches"),
+    ("sample_shape: a mesh of zero area",
+     lambda t: data.sample_shape(data.read_shape(_write(t / "flat.obj", "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n")), 8,
+                                 rng=np.random.default_rng(0)),
+     data.ShapeFileError, r"flat.obj: mesh has no triangle of positive finite area"),
     ("verify_md5: malformed digest", lambda t: data.verify_md5(t / "a.zip", "abc"), ValueError,
      r"expected must be a 32-digit md5 hex digest, got 'abc'"),
     ("verify_md5: altered download", lambda t: data.verify_md5(_write(t / "a.zip", "x"), "0" * 32), ValueError,
@@ -461,6 +549,9 @@ CLI_ROWS = [
      r"log.out_dir .*file/run cannot be written: Not a directory"),
     ("train: resume with nothing to resume", ["train", "demo", "--resume", "log.out_dir={tmp}/none"],
      r"nothing to resume in .*none: no last.pt"),
+    ("train: folder dataset at a missing folder", ["train", "demo", "data.dataset=folder", "data.root={tmp}/nothing",
+                                                   "log.out_dir={tmp}/run"],
+     r"nothing: no such folder \(data.dataset=folder reads ROOT/<class>/<shape files>\)"),
     ("train: no dataset", ["train", "demo", "data.root={tmp}/nothing", "log.out_dir={tmp}/run"],
      r"no ModelNet layout found under .*nothing"),
     ("eval: foreign checkpoint", ["eval", "{file}"], r"file is not a readable checkpoint"),

@@ -1,7 +1,8 @@
 """Datasets in their published layouts, transforms, collation, and the built-in synthetic set.
 
 Subpackages: :mod:`.datasets` (loaders and file readers), :mod:`.transforms`, :mod:`.synthetic`
-(procedural shapes, the generator and its baseline); :mod:`.categories` holds every class
+(procedural shapes, the generator and its baseline); :mod:`.files` reads a user's own shape
+files of any supported format; :mod:`.categories` holds every class
 table and the one resolver, :mod:`.collate` batches samples, :mod:`.cli` is ``pointabstract
 data``. Code outside this package imports from here.
 """
@@ -27,6 +28,7 @@ from .datasets import (
     ModelNet10,
     ModelNet40,
     PointDataset,
+    ShapeFolder,
     ShapeNetCore,
     ShapeNetPart,
     detect_layout,
@@ -40,6 +42,7 @@ from .datasets import (
     verify_md5,
     write_off,
 )
+from .files import SUPPORTED_SUFFIXES, ShapeFile, ShapeFileError, find_shape_files, read_shape, sample_shape
 from .synthetic import CLASS_NAMES as SYNTHETIC_CLASSES
 from .synthetic import HARD_CLASS_NAMES as SYNTHETIC_HARD_CLASSES
 from .synthetic import LEVELS as SYNTHETIC_LEVELS
@@ -62,11 +65,13 @@ from .transforms import (
 
 __all__ = [
     "ARCHIVES", "MODELNET10", "MODELNET40", "MODELNET_LAYOUTS", "NUM_PARTS", "PART_PAD", "SAMPLE_KEYS",
-    "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "SYNTHETIC_CLASSES", "SYNTHETIC_HARD_CLASSES",
+    "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError",
+    "find_shape_files", "read_shape", "sample_shape", "SYNTHETIC_CLASSES", "SYNTHETIC_HARD_CLASSES",
     "SYNTHETIC_LEVELS", "Nuisances", "build_shape", "evaluate_baseline", "generate_synthetic", "Compose",
     "Jitter", "LayoutNotFoundError", "ModelNet10", "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere",
     "PartCategory", "PointDataset", "RandomDropout", "RandomRotate", "RandomSO3Rotation", "RandomScale",
-    "RandomTranslate", "Resample", "ShapeNetCore", "ShapeNetPart", "Shuffle", "Transform", "collate",
+    "RandomTranslate", "Resample", "ShapeFolder", "ShapeNetCore", "ShapeNetPart", "Shuffle", "Transform",
+    "collate",
     "detect_layout", "detect_part_layout", "file_md5", "part_range", "point_indices", "prepare_off_cache",
     "read_off", "read_ply_points", "resolve_categories", "resolve_category", "sample_rng", "sample_surface",
     "verify_md5", "write_off",

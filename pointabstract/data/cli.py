@@ -1,7 +1,9 @@
 """``pointabstract data ...``: inspect dataset folders, generate the synthetic set, prepare caches.
 
 - ``data info ROOT [--check]``: every layout found under ROOT, its counts per split and class,
-  and the problems found (``--check`` reads every file, not only the lists and headers).
+  and the problems found (``--check`` reads every file, not only the lists and headers); a
+  folder of class folders of the user's own shapes (``data.dataset=folder``) when no published
+  layout is found.
 - ``data synth [--level easy|hard] [--out DIR]``: the built-in synthetic dataset, easy or hard
   (:mod:`pointabstract.data.synthetic`; the hard level's nuisances each have a ``--no-*`` switch).
 - ``data prepare ROOT``: sample the ``ModelNet40/<class>/<split>/*.off`` meshes once into the
@@ -64,6 +66,7 @@ def _check_samples(dataset, problems: list[str], progress: bool, what: str = "")
 def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
     from .datasets.modelnet import LAYOUTS, ModelNet40, detect_layout
     from .datasets.off import find_meshes, read_off
+    from .datasets.off_cache import unknown_class
 
     found = False
     for layout in LAYOUTS:
@@ -80,8 +83,7 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
                 lines.append(f"  {split}: {len(meshes)} meshes; caches: {', '.join(caches) or 'none'}")
                 lines += _counts_lines([p.parents[1].name for p in meshes])
                 known = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
-                problems += [f"{p}: unknown class folder {p.parents[1].name!r}" for p in meshes
-                             if p.parents[1].name not in known]
+                problems += [unknown_class(p, folder) for p in meshes if p.parents[1].name not in known]
                 for path in meshes if check else []:
                     try:
                         read_off(path)
@@ -139,6 +141,45 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
     return found
 
 
+def _folder(root: Path, check: bool, lines: list[str], problems: list[str]) -> bool:
+    """A folder of the user's own shapes (``data.dataset=folder``), when ROOT has class folders
+    of shape files; counts per split and class with the split training would use (seed 0,
+    data.test_fraction 0.2 unless a run wrote another split.json)."""
+    from .datasets.folder import describe_folder, folder_hint
+
+    if not folder_hint(root):
+        return False
+    try:
+        info = describe_folder(root)
+    except ValueError as err:
+        problems.append(str(err))
+        return True
+    lines.append(f"Your own shapes (data.dataset=folder), layout {info['layout']!r}, in {root}: "
+                 f"{len(info['classes'])} classes")
+    if info["layout"] == "seeded split":
+        saved = info["saved_split"]
+        lines.append("  split: seeded and stratified per class; shown for seed 0, data.test_fraction 0.2; "
+                     f"written to {info['split_file']} by training"
+                     + (f" (last written: seed {saved['seed']}, test_fraction {saved['test_fraction']})"
+                        if saved else ""))
+    for split in ("train", "test"):
+        counts = info["counts"][split]
+        lines.append(f"  {split}: {sum(counts.values())} files")
+        lines += _counts_lines([c for c, n in counts.items() for _ in range(n)])
+    lines.append("  file types: " + ", ".join(f"{k} {v}" for k, v in info["types"].items()))
+    lines.append(f"  sampled points cached in {info['cache']} (set POINTABSTRACT_CACHE to move it)")
+    lines += [f"  note: {note}" for note in info["notes"]]
+    if check:
+        from .files import read_shape
+
+        for path in info["files"]:
+            try:
+                read_shape(path)
+            except ValueError as err:
+                problems.append(str(err))
+    return True
+
+
 def inspect_root(root: str | Path, *, check: bool = False,
                  progress: bool = False) -> tuple[list[str], list[str]]:
     """Describe the datasets under ``root``.
@@ -157,6 +198,7 @@ def inspect_root(root: str | Path, *, check: bool = False,
     problems: list[str] = []
     found = _modelnet(root, check, progress, lines, problems)
     found = _shapenet(root, check, progress, lines, problems) or found
+    found = found or _folder(root, check, lines, problems)
     if not found:
         from .datasets.modelnet import detect_layout
         from .datasets.shapenet_part import detect_part_layout

@@ -37,6 +37,8 @@ class DataConfig:
     batch_size: int = 32  # global training batch, split evenly over the DDP processes
     eval_batch_size: int = 64  # per process (does not change the metrics)
     workers: int = 2  # DataLoader worker processes
+    test_fraction: float = 0.2  # dataset=folder without train/test folders or lists: share of each
+    #                             class held out for test (seeded split, written to split.json)
 
 
 @dataclass
@@ -250,6 +252,7 @@ def check_config(cfg: RunConfig) -> None:
     _require(d.batch_size >= 1, "data.batch_size", ">= 1", d.batch_size)
     _require(d.eval_batch_size >= 1, "data.eval_batch_size", ">= 1", d.eval_batch_size)
     _require(d.workers >= 0, "data.workers", ">= 0", d.workers)
+    _require(0 < d.test_fraction < 1, "data.test_fraction", "in (0, 1)", d.test_fraction)
     _require(o.epochs >= 1, "optim.epochs", ">= 1", o.epochs)
     _require(o.max_steps >= 0, "optim.max_steps", ">= 0 (0: no step budget)", o.max_steps)
     _require(o.optimizer in ("adam", "adamw"), "optim.optimizer", "adam or adamw", o.optimizer)

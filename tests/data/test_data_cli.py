@@ -175,3 +175,21 @@ def test_no_stage_lines_on_a_terminal(tmp_path, capsys, monkeypatch):
                  "--num-points", "16", "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "checked" not in out and "generated" not in out
+
+
+def test_info_describes_a_folder_of_own_shapes(tmp_path, capsys):
+    from tests.data.datasets.test_folder import snapshot, write_shapes
+
+    root = write_shapes(tmp_path / "mine")
+    before = snapshot(root)
+    assert main(["data", "info", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"Your own shapes (data.dataset=folder), layout 'seeded split', in {root}: 3 classes" in out
+    assert "split: seeded and stratified per class; shown for seed 0, data.test_fraction 0.2" in out
+    assert "  train: 12 files\n    pyramid 4, slab 4, tetra 4\n  test: 3 files\n    pyramid 1, slab 1, tetra 1" in out
+    assert "  file types: .obj 5, .off 5, .ply 5" in out and "sampled points cached in" in out
+    assert "no problems found" in out and "no ModelNet layout found" not in out
+    (root / "tetra" / "t0.obj").write_text("v 0 0\n")
+    assert main(["data", "info", str(root), "--check"]) == 1
+    assert "t0.obj:1: bad vertex line '0 0': expected 3 numbers" in capsys.readouterr().out
+    assert snapshot(root).keys() == before.keys()  # info writes nothing (the file edited above aside)

@@ -22,9 +22,10 @@ import numpy as np
 from ..categories import MODELNET10, MODELNET40
 from .base import LayoutNotFoundError, PointDataset
 from .checksums import check_columns, check_finite, check_whole, read_h5
+from .folder import folder_hint
 from .folders import list_folder, read_names
 from .off import find_meshes, sample_mesh
-from .off_cache import prepare_off_cache
+from .off_cache import prepare_off_cache, unknown_class
 from .sampling import SAMPLINGS, check_sampling, point_indices
 
 __all__ = ["LAYOUTS", "SAMPLINGS", "ModelNet10", "ModelNet40", "detect_layout", "list_folder",
@@ -75,7 +76,7 @@ def detect_layout(root: str | Path, *, layout: str | None = None,
     }
     lines = [f"  - {looked[k]}, in {root} or {root}/{'|'.join(standard[k])}" for k in wanted]
     raise LayoutNotFoundError(f"no ModelNet layout found under {root}; looked for:\n" + "\n".join(lines)
-                     + f"\nfound in {root}: {list_folder(root)}")
+                     + f"\nfound in {root}: {list_folder(root)}" + folder_hint(root))
 
 
 class ModelNet40(PointDataset):
@@ -227,7 +228,7 @@ class ModelNet40(PointDataset):
             classes, labels = list(known), []
             for path in files:
                 if path.parents[1].name not in known:
-                    raise ValueError(f"{path}: unknown class folder {path.parents[1].name!r}")
+                    raise ValueError(unknown_class(path, self.folder))
                 labels.append(known.index(path.parents[1].name))
             self._files = files
             return classes, np.array(labels, dtype=np.int64), [str(f) for f in files]

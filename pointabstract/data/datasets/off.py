@@ -37,7 +37,7 @@ def _content_lines(path: Path) -> list[tuple[int, str]]:
     return [(number, stripped) for number, row in enumerate(rows, start=1) if (stripped := row.strip())]
 
 
-def _parse_counts(path: Path, lines: list[tuple[int, str]]) -> tuple[int, int, int]:
+def _parse_counts(path: Path, lines: list[tuple[int, str]], no_faces: bool = False) -> tuple[int, int, int]:
     """(V, F, index of the first vertex line in ``lines``) from the header."""
     if not lines:
         raise ValueError(f"{path}: empty file (no OFF header)")
@@ -60,7 +60,7 @@ def _parse_counts(path: Path, lines: list[tuple[int, str]]) -> tuple[int, int, i
         raise ValueError(f"{path}:{number}: bad counts line {rest!r}: expected 'V F E', "
                          "non-negative integers")
     n_vertices, n_faces = counts[0], counts[1]
-    if n_vertices == 0 or n_faces == 0:
+    if n_vertices == 0 or (n_faces == 0 and not no_faces):
         raise ValueError(f"{path}:{number}: empty mesh ({n_vertices} vertices, {n_faces} faces)")
     return n_vertices, n_faces, start
 
@@ -126,11 +126,13 @@ def _parse_faces(path: Path, lines: list[tuple[int, str]], n_vertices: int) -> n
     return np.ascontiguousarray(faces)
 
 
-def read_off(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+def read_off(path: str | Path, *, allow_no_faces: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Read a triangle mesh from an OFF file.
 
     Args:
         path: the ``.off`` file.
+        allow_no_faces: accept a header announcing 0 faces (a point cloud stored as OFF) and
+            return (0, 3) faces; otherwise that is an empty mesh, an error.
 
     Returns:
         vertices: (V, 3) float64 vertex positions.
@@ -144,7 +146,7 @@ def read_off(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """
     path = Path(path)
     lines = _content_lines(path)
-    n_vertices, n_faces, start = _parse_counts(path, lines)
+    n_vertices, n_faces, start = _parse_counts(path, lines, allow_no_faces)
     end = start + n_vertices + n_faces
     if len(lines) < end:
         last = lines[-1][0]
@@ -154,7 +156,8 @@ def read_off(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         number, text = lines[end]
         raise ValueError(f"{path}:{number}: unexpected data after the last face: {text[:60]!r}")
     vertices = _parse_vertices(path, lines[start: start + n_vertices])
-    faces = _parse_faces(path, lines[start + n_vertices: end], n_vertices)
+    faces = (_parse_faces(path, lines[start + n_vertices: end], n_vertices) if n_faces
+             else np.zeros((0, 3), dtype=np.int64))
     return vertices, faces
 
 

@@ -17,9 +17,15 @@ import numpy as np
 
 from .off import find_meshes, sample_mesh
 
-__all__ = ["CACHE_VERSION", "prepare_off_cache"]
+__all__ = ["CACHE_VERSION", "prepare_off_cache", "unknown_class"]
 
 CACHE_VERSION = 2  # 2: keyed on (size, mtime_ns) of every mesh and the class list
+
+
+def unknown_class(path: Path, folder: Path) -> str:
+    """The error of a mesh in a class folder that is not a ModelNet class, with the way out."""
+    return (f"{path}: unknown class folder {path.parents[1].name!r} (the ModelNet layout has its fixed "
+            f"classes); to train on your own classes use data.dataset=folder data.root={folder}")
 
 
 def _mesh_job(job: tuple[Path, int, int, str]) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +122,7 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     labels = []
     for path in files:
         if path.parents[1].name not in classes:
-            raise ValueError(f"{path}: unknown class folder {path.parents[1].name!r}")
+            raise ValueError(unknown_class(path, folder))
         labels.append(classes.index(path.parents[1].name))
     stats = _mesh_stats(files)
     signature = _signature(names, stats, classes)

@@ -1,4 +1,5 @@
-"""The classification task: ModelNet layouts (the synthetic set included), cross-entropy,
+"""The classification task: ModelNet layouts (the synthetic set included) or a folder of the
+user's own shapes (``data.dataset=folder``, as many classes as class folders), cross-entropy,
 accuracy metrics, optional test-time votes, a confusion matrix in the report."""
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class ClassificationSettings:
 
 
 class ClassificationTask:
-    """Shape classification on ModelNet40 / ModelNet10 layouts (the synthetic set included).
+    """Shape classification on ModelNet40 / ModelNet10 layouts (the synthetic set included) or a
+    folder of class folders (``data.dataset=folder``); the model gets one output per class.
 
     Args:
         cfg: the run configuration (``data.*`` picks dataset, root, points; ``task.*`` holds
@@ -62,17 +64,19 @@ class ClassificationTask:
     def dataset(self, split: str, *, train: bool):
         """The dataset of ``split``; training sets sample points at random and augment."""
         from ...data import LayoutNotFoundError, ModelNet10, ModelNet40
+        from ...data.datasets.folder import ShapeFolder
 
         d = self.cfg.data
-        classes = {"modelnet40": ModelNet40, "modelnet10": ModelNet10}
+        classes = {"modelnet40": ModelNet40, "modelnet10": ModelNet10, "folder": ShapeFolder}
         if d.dataset not in classes:
             raise ValueError(f"data.dataset must be one of {sorted(classes)} for classification, "
                              f"got {d.dataset!r}")
+        extra = {"test_fraction": d.test_fraction} if d.dataset == "folder" else {}
         try:
             ds = classes[d.dataset](d.root, split, num_points=d.num_points,
                                     sampling=d.sampling if train else "first",
                                     transform=self.train_transform() if train else None,
-                                    seed=self.cfg.seed, use_normals=d.use_normals)
+                                    seed=self.cfg.seed, use_normals=d.use_normals, **extra)
         except LayoutNotFoundError as err:
             raise missing_dataset(err, d.root) from None
         self.class_names = list(ds.classes)

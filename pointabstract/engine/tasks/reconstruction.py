@@ -1,8 +1,9 @@
 """The reconstruction task: point-cloud autoencoders trained with the Chamfer distance.
 
 Data: ModelNet40 / ModelNet10 layouts (the synthetic sets included), ShapeNetPart (any
-layout; part labels give the capsule part purity) and ShapeNetCore (PLY or ShapeNetPart
-layouts); every cloud is centred and scaled into the unit sphere.
+layout; part labels give the capsule part purity), ShapeNetCore (PLY or ShapeNetPart
+layouts) and a folder of the user's own shapes (``data.dataset=folder``); every cloud is
+centred and scaled into the unit sphere.
 
 Loss and ``chamfer`` metric: the 3D-PointCapsNet / pytorch3d Chamfer distance, squared
 Euclidean distances to the nearest neighbour averaged over each cloud's points, the two
@@ -48,7 +49,7 @@ from .base import missing_dataset
 __all__ = ["ReconstructionSettings", "ReconstructionTask", "capsule_purity", "capsule_purity_naive",
            "reconstruction_scores"]
 
-DATASETS = ("modelnet40", "modelnet10", "shapenet_part", "shapenet_core")
+DATASETS = ("modelnet40", "modelnet10", "shapenet_part", "shapenet_core", "folder")
 AUGMENTATIONS = ("none", "rotate_up")
 
 
@@ -110,6 +111,7 @@ class ReconstructionTask:
     def dataset(self, split: str, *, train: bool):
         """The dataset of ``split``, normalised to the unit sphere (augmented when ``train``)."""
         from ...data import LayoutNotFoundError, ModelNet10, ModelNet40, ShapeNetCore, ShapeNetPart
+        from ...data.datasets.folder import ShapeFolder
 
         d = self.cfg.data
         if d.dataset not in DATASETS:
@@ -120,6 +122,10 @@ class ReconstructionTask:
             if d.dataset.startswith("modelnet"):
                 cls = ModelNet40 if d.dataset == "modelnet40" else ModelNet10
                 ds = cls(d.root, split, sampling=d.sampling if train else "first", **common)
+                self.category_names = list(ds.classes)
+            elif d.dataset == "folder":
+                ds = ShapeFolder(d.root, split, sampling=d.sampling if train else "first",
+                                 test_fraction=d.test_fraction, **common)
                 self.category_names = list(ds.classes)
             else:  # ShapeNet layouts store points in a fixed order: always draw a random subset
                 cls = ShapeNetPart if d.dataset == "shapenet_part" else ShapeNetCore
