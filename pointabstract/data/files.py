@@ -11,7 +11,8 @@ suffix (any case)              read as
 ``.stl``                       mesh (ascii / binary); identical corners merged into vertices
 ``.pcd``                       point cloud (ascii / binary; ``x y z [normal_x normal_y normal_z]``)
 ``.xyz`` ``.txt`` ``.csv``     point cloud, ``x y z [nx ny nz]`` columns, delimiter sniffed (a
-                               header naming the columns lets others such as colours sit beside)
+                               header naming the columns lets others such as colours sit beside;
+                               ShapeNetPart's ``x y z nx ny nz part`` is read without its part ids)
 ``.npy``                       point cloud, an (N, 3) or (N, 6) array (xyz, normals)
 ``.npz``                       point cloud, the ``points`` / ``xyz`` / ``pos`` array or the only
                                one; optional ``normals`` / ``normal``
@@ -21,8 +22,9 @@ Every problem is a :class:`ShapeFileError` (a ``ValueError``, so the CLI prints 
 ``error:`` line) naming the file: unreadable, empty, unknown extension, non-finite
 coordinates, a table or array that is not (N, 3 | 6), a face referring to a missing vertex.
 Coordinates are returned as stored (float32): no centring or scaling. Six unnamed columns
-(a header-less table, an (N, 6) array) hold normals only when columns 4-6 are unit vectors;
-otherwise (a scan's ``x y z r g b``) only x y z are read and the note says so.
+(a header-less table, an (N, 6) array) hold normals only when columns 4-6 look like unit
+vectors (:func:`~pointabstract.data.datasets.point_table.unit_normals`); otherwise (a scan's
+``x y z r g b``) only x y z are read and the note says so.
 
 Everything here imports numpy only, so ``import pointabstract.data.files`` stays cheap.
 """
@@ -122,7 +124,8 @@ def _read_pcd(path: Path):
 
 def _unit_or_note(points: np.ndarray, extra: np.ndarray | None):
     """(points, normals, None, note): three unnamed extra columns are normals only when they are
-    unit vectors; otherwise (colours, e.g. a scan's x y z r g b) they are left out, said in the note."""
+    unit vectors (see unit_normals); otherwise (colours, a scan's x y z r g b) they are left out,
+    said in the note."""
     from .datasets.point_table import unit_normals
 
     if extra is None or unit_normals(np.asarray(extra, dtype=np.float64)):
@@ -133,8 +136,11 @@ def _unit_or_note(points: np.ndarray, extra: np.ndarray | None):
 def _read_table(path: Path):
     from .datasets.point_table import read_point_table
 
-    points, normals, named = read_point_table(path)
-    return (points, normals, None, None) if named else _unit_or_note(points, normals)
+    table = read_point_table(path)
+    if table.known:
+        return table.points, table.normals, None, table.note
+    points, normals, _, note = _unit_or_note(table.points, table.normals)
+    return points, normals, None, table.note or note
 
 
 def _split_array(path: Path, array: np.ndarray, what: str):

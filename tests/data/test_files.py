@@ -212,11 +212,46 @@ def test_six_columns_that_are_not_normals_are_left_out_with_a_note(tmp_path):
         assert shape.normals is None and shape.note == NOT_NORMALS
 
 
+def test_shapenet_part_rows_are_read_without_their_part_ids(tmp_path):
+    from pointabstract.data.datasets.point_table import SHAPENET_PART_NOTE
+
+    (tmp_path / "s.txt").write_text("0 0 0 0 0 1 6.000000\n1 0 0 1 0 0 7\n0 1 0 0 1 0 6\n0 0 1.5 0 0 -1 7\n")
+    shape = read_shape(tmp_path / "s.txt")
+    np.testing.assert_array_equal(shape.points, CLOUD)
+    np.testing.assert_array_equal(shape.normals, NORMALS)
+    assert shape.note == SHAPENET_PART_NOTE
+    (tmp_path / "f.txt").write_text("0 0 0 0 0 1 6.5\n")
+    with pytest.raises(ShapeFileError, match=r"f\.txt:1: 7 columns whose last is not whole numbers"):
+        read_shape(tmp_path / "f.txt")
+
+
+def test_real_shapenet_part_and_resampled_modelnet_text_files(realdata):
+    part = sorted((realdata / "shapenetcore_partanno_segmentation_benchmark_v0_normal").glob("*/*.txt"))
+    resampled = sorted(p for p in (realdata / "modelnet40_normal_resampled").glob("*/*.txt"))
+    if not part or not resampled:
+        pytest.skip("no ShapeNetPart / resampled ModelNet40 text files in realdata")
+    for path, columns in ((part[0], 7), (resampled[0], 6)):
+        table = np.loadtxt(path, delimiter="," if columns == 6 else None)
+        shape = read_shape(path)
+        np.testing.assert_allclose(shape.points, table[:, :3], rtol=1e-6)
+        np.testing.assert_allclose(shape.normals, table[:, 3:6], rtol=1e-6)
+
+
 def test_normals_named_by_a_header_are_kept_as_they_are(tmp_path):
     (tmp_path / "c.csv").write_text("x,y,z,nx,ny,nz\n0,0,0,0,0,2\n1,0,0,3,0,0\n")
     shape = read_shape(tmp_path / "c.csv")
     np.testing.assert_array_equal(shape.normals, [[0, 0, 2], [3, 0, 0]])
     assert shape.note is None
+
+
+def test_what_looks_like_normals():
+    from pointabstract.data.datasets.point_table import unit_normals
+
+    unit = np.tile(NORMALS, (5, 1))  # 20 unit rows
+    assert unit_normals(unit) and unit_normals(np.vstack([unit, [[0, 0, 0], [0.01, 0, 0]]]))  # 2 degenerate of 22
+    assert not unit_normals(np.vstack([unit, [[0, 0, 0.3]] * 3]))  # 3 of 23 short: 87 % unit
+    assert not unit_normals(np.vstack([unit, [[0, 0, 1.1]]]))  # longer than 1.05
+    assert not unit_normals(np.array([[1.0, 1.0, 1.0], [1, 0, 0]]))  # white and red, colours in [0, 1]
 
 
 def test_numpy_files(tmp_path):
@@ -334,6 +369,7 @@ def _bytes(path: Path, content) -> Path:
     ("nan.xyz", "0 0 0\n1 nan 0\n", r"nan\.xyz: non-finite coordinates \(NaN or Inf\) at point 1 \(1 of 2 points\)"),
     ("inf.obj", "v 0 0 0\nv inf 0 0\n", r"inf\.obj: non-finite coordinates \(NaN or Inf\) at point 1"),
     ("cols.csv", "0,0,0,1\n1,1,1,1\n", r"cols\.csv:1: 4 columns; expected 3 \(x y z\) or 6 \(x y z nx ny nz\)"),
+    ("eight.txt", "0 0 0 0 0 1 1 1\n", r"eight\.txt:1: 8 columns; expected 3"),
     ("ragged.xyz", "0 0 0\n1 1\n", r"ragged\.xyz:2: expected 3 numbers \(like the first data line\), got '1 1'"),
     ("word.xyz", "0 0 0\n1 a 1\n", r"word\.xyz:2: expected 3 numbers"),
     ("face.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n", r"face\.obj:4: face corner '4' refers to a missing vertex \(the file has 3 vertices\)"),

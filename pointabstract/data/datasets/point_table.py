@@ -5,18 +5,20 @@ comma, then semicolon, then tab / spaces (any run of whitespace). Lines starting
 or ``//`` and blank lines are skipped; the first remaining line is a header when it is not all
 numbers. A header that names the columns (``x,y,z,nx,ny,nz``, also ``normal_x``... or
 ``X Y Z``) is used to find them, so other columns (colours, intensity) may sit beside them;
-without such a header the table must have exactly 3 or 6 columns, the last three of 6 returned
-as normals (the caller checks that they are unit vectors with :func:`unit_normals`: colours
-0-255 are not).
+without such a header the table must have exactly 3 or 6 columns, or 7 whose last holds whole
+numbers (ShapeNetPart's ``x y z nx ny nz part``; the part ids are not read, a note says so);
+columns 4-6 are returned as normals (without a header the caller checks that they look like
+unit vectors with :func:`unit_normals`: colours do not).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["read_point_table", "unit_normals"]
+__all__ = ["PointTable", "read_point_table", "unit_normals"]
 
 _NORMAL_NAMES = (("nx", "ny", "nz"), ("normal_x", "normal_y", "normal_z"))
 
@@ -73,18 +75,26 @@ def _parse(path: Path, lines: list[tuple[int, str]], delimiter: str | None, widt
     return table
 
 
-def read_point_table(path: str | Path) -> tuple[np.ndarray, np.ndarray | None, bool]:
-    """Read a text table of points (see the module docstring for the accepted layouts).
+class PointTable(NamedTuple):
+    """What :func:`read_point_table` read."""
 
-    Returns:
-        points: (N, 3) float64.
-        normals: (N, 3) float64, or None when the table has no normal columns.
-        named: True when a header named the columns (the normals are then as named; without
-            a header, columns 4-6 may be something else, see :func:`unit_normals`).
+    points: np.ndarray  # (N, 3) float64
+    normals: np.ndarray | None  # (N, 3) float64, or None when the table has no normal columns
+    known: bool  # the columns' meaning is known: named by a header, or ShapeNetPart's 7 columns
+    #              (else columns 4-6 of 6 may be something else than normals, see unit_normals)
+    note: str | None = None  # a column left out (the part ids of a ShapeNetPart file)
+
+
+SHAPENET_PART_NOTE = "column 7 (ShapeNetPart part ids) not read: x y z nx ny nz only"
+
+
+def read_point_table(path: str | Path) -> PointTable:
+    """Read a text table of points (see the module docstring for the accepted layouts).
 
     Raises:
         ValueError: naming the file (and line), for no data line, a column count other than
-            3 or 6 without a naming header, or a line that is not numbers.
+            3 or 6 (or 7 with whole numbers in the last) without a naming header, or a line
+            that is not numbers.
     """
     path = Path(path)
     lines = _data_lines(path)
@@ -96,7 +106,7 @@ def read_point_table(path: str | Path) -> tuple[np.ndarray, np.ndarray | None, b
     delimiter = _delimiter(lines[0][1])
     width = len(_split(lines[0][1], delimiter))
     named = _named_columns(_split(header[1], delimiter)) if header else None
-    if named is None and width not in (3, 6):
+    if named is None and width not in (3, 6, 7):
         raise ValueError(f"{path}:{lines[0][0]}: {width} columns; expected 3 (x y z) or 6 (x y z nx ny nz), "
                          "or a header line naming the columns x, y, z (and nx, ny, nz)")
     table = _parse(path, lines, delimiter, width)
@@ -105,13 +115,21 @@ def read_point_table(path: str | Path) -> tuple[np.ndarray, np.ndarray | None, b
         if max(xyz + (normal or [])) >= width:
             raise ValueError(f"{path}:{header[0]}: the header names more columns than the {width} "
                              "of the data")
-        return table[:, xyz], None if normal is None else table[:, normal], True
+        return PointTable(table[:, xyz], None if normal is None else table[:, normal], True)
     if width == 3:
-        return table, None, False
-    return table[:, :3], table[:, 3:], False
+        return PointTable(table, None, False)
+    if width == 7:  # ShapeNetPart's x y z nx ny nz part
+        if not (table[:, 6] == np.round(table[:, 6])).all():
+            raise ValueError(f"{path}:{lines[0][0]}: 7 columns whose last is not whole numbers; expected "
+                             "3 (x y z), 6 (x y z nx ny nz) or ShapeNetPart's x y z nx ny nz part, or a "
+                             "header line naming the columns x, y, z (and nx, ny, nz)")
+        return PointTable(table[:, :3], table[:, 3:6], True, SHAPENET_PART_NOTE)
+    return PointTable(table[:, :3], table[:, 3:], False)
 
 
 def unit_normals(values: np.ndarray) -> bool:
-    """True when every row of (N, 3) ``values`` is a unit (length within 5 %) or zero vector."""
+    """True when (N, 3) ``values`` look like normals: no row longer than 1.05 and at least 90 % of
+    rows of length 1 within 5 % (published normals hold a few degenerate, shorter ones; colours,
+    0-255 or 0-1 with white at 1.73, do not pass)."""
     length = np.linalg.norm(values, axis=1)
-    return bool(((np.abs(length - 1) < 0.05) | (length == 0)).all())
+    return bool(length.max(initial=0) <= 1.05 and (np.abs(length - 1) < 0.05).mean() >= 0.9)
