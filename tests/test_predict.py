@@ -121,21 +121,17 @@ def test_part_labels_for_every_point_are_carried_by_nearest_neighbour(runs):
     assert set(r.labels.tolist()) <= {0, 1, 2, 3} and r.names()[0] in ("body", "wing", "tail", "engine")
 
 
-def test_part_segmentation_of_a_real_shapenetpart_shape(runs, realdata, tmp_path):
-    """Every point of the shape, in file order; the category comes from the synset folder. The
-    layout's rows are ``x y z nx ny nz part``: the shape's six columns go to a file of their own
-    in a folder of the same synset name (under tmp_path, never the repository)."""
-    source = sorted((realdata / "shapenetcore_partanno_segmentation_benchmark_v0_normal" / "02954340").glob("*.txt"))[0]
-    rows = np.loadtxt(source, dtype=np.float32)
-    path = tmp_path / "02954340" / source.name
-    path.parent.mkdir()
-    np.savetxt(path, rows[:, :6], fmt="%.6f")
+def test_part_segmentation_of_a_real_shapenetpart_shape(runs, realdata):
+    """Every point of the file (rows ``x y z nx ny nz part``), in file order; the category comes
+    from the synset folder it lies in."""
+    path = sorted((realdata / "shapenetcore_partanno_segmentation_benchmark_v0_normal" / "02954340").glob("*.txt"))[0]
+    rows = np.loadtxt(path, dtype=np.float32)
     r = pointabstract.load(runs["part_segmentation"]).predict(path)
     assert r.category == "Cap" and r.labels.shape == (len(rows),)
     assert np.allclose(r.points, rows[:, :3], atol=1e-6)
     assert set(r.labels.tolist()) <= {6, 7}
     d = ((rows[:, None, :3].astype(np.float64) - r.model_points[None].astype(np.float64)) ** 2).sum(-1)
-    assert np.array_equal(r.labels, r.model_labels[d.argmin(1)])
+    assert np.array_equal(r.labels, r.model_labels[d.argmin(1)])  # naive nearest neighbour
     same = pointabstract.load(runs["part_segmentation"]).predict(rows[:, :6], category="02954340")
     assert np.array_equal(same.labels, r.labels)
 
