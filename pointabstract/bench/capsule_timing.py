@@ -198,6 +198,10 @@ def _timing_row(args, caps: int, routing: str, part: str) -> dict:
     return row
 
 
+def _times(ratio: float) -> str:
+    return f"x{ratio:.2f}" if ratio >= 0.1 else f"x{ratio:.2g}"  # two significant digits below 0.1
+
+
 def ratios(rows: list[dict]) -> list[str]:
     """Centroid attention over dynamic routing at each capsule count and part, as ratios (the
     paper's Table 4, whole models on a GPU: parameters x0.03 at 12 capsules, x0.27 at 64; max
@@ -211,9 +215,9 @@ def ratios(rows: list[dict]) -> list[str]:
             continue
         what = "whole models" if part == "model" else "routing only"
         text = (f"- {caps} capsules, {what}, centroid vs dynamic routing: parameters "
-                f"x{ca['params_m'] / dr['params_m']:.2f}, step time x{ca['ms'] / dr['ms']:.2f}")
+                f"{_times(ca['params_m'] / dr['params_m'])}, step time {_times(ca['ms'] / dr['ms'])}")
         if dr.get("max_batch") and ca.get("max_batch") is not None:
             bound = ">= " if ca["max_batch"] >= ca.get("batch_limit", float("inf")) else ""
-            text += f", max batch x{bound}{ca['max_batch'] / dr['max_batch']:.2f}"
+            text += f", max batch {bound}{_times(ca['max_batch'] / dr['max_batch'])}"
         out.append(text)
     return out

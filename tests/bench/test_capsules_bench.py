@@ -63,15 +63,15 @@ def test_routing_rows_in_the_table_and_ratios():
     rows = [{"caps": 12, "routing": r, "part": part, "params_m": p, "ms": ms, "peak_mb": 1.0, "max_batch": b,
              "batch_limit": 64}
             for r, part, p, ms, b in [("dynamic", "model", 18.0, 100.0, 16), ("centroid", "model", 6.0, 100.0, 32),
-                                      ("dynamic", "routing", 12.0, 80.0, 8), ("centroid", "routing", 0.12, 20.0, 64)]]
+                                      ("dynamic", "routing", 12.0, 80.0, 8), ("centroid", "routing", 0.015, 20.0, 64)]]
     table = format_table(rows, batch=8, points=64, cap_mb=64, cap_points=64)
     assert "| 12 | dynamic | whole model | 18.00 | 100 | 1 | 16 | - | 18.4 | 22 | 2.7 |" in table
-    assert "| 12 | centroid | routing only | 0.12 | 20 | 1 | >= 64 | - | - | - | - |" in table
+    assert "| 12 | centroid | routing only | 0.01 | 20 | 1 | >= 64 | - | - | - | - |" in table
     assert ratios(rows) == [
         "- 12 capsules, whole models, centroid vs dynamic routing: parameters x0.33, step time x1.00, "
         "max batch x2.00",
-        "- 12 capsules, routing only, centroid vs dynamic routing: parameters x0.01, step time x0.25, "
-        "max batch x>= 8.00"]
+        "- 12 capsules, routing only, centroid vs dynamic routing: parameters x0.0013, step time x0.25, "
+        "max batch >= x8.00"]
 
 
 def test_routing_only_fits_under_an_address_space_cap():
