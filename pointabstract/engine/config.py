@@ -13,7 +13,6 @@ as typed, so ``log.out_dir=runs/exp #1`` or ``data.root=C:/data`` keep their ``#
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -324,6 +323,3 @@ def to_flat(cfg: RunConfig) -> dict:
     for key, value in dataclasses.asdict(cfg.task_config()).items():
         flat[f"task.{key}"] = list(value) if isinstance(value, tuple) else value
     return flat
-
-
-_ = typing  # typing is referenced by dataclass string annotations only

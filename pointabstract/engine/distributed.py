@@ -11,9 +11,6 @@ import torch
 
 __all__ = ["DistContext", "check_device", "init_distributed"]
 
-DEVICES = "auto, cpu, cuda or cuda:N"
-
-
 @dataclass
 class DistContext:
     rank: int = 0
