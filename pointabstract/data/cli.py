@@ -79,8 +79,8 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
         for split in ("train", "test"):
             if kind == "off":
                 meshes = find_meshes(folder, split)
-                caches = sorted(p.name for p in folder.glob(f"{folder.name}_{split}_*pts_seed*.h5"))
-                lines.append(f"  {split}: {len(meshes)} meshes; caches: {', '.join(caches) or 'none'}")
+                caches = _off_caches(folder, split) or "none"
+                lines.append(f"  {split}: {len(meshes)} meshes; caches: {caches}")
                 lines += _counts_lines([p.parents[1].name for p in meshes])
                 known = MODELNET10 if folder.name == "ModelNet10" else MODELNET40
                 problems += [unknown_class(p, folder) for p in meshes if p.parents[1].name not in known]
@@ -248,6 +248,19 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _off_caches(folder: Path, split: str) -> str:
+    """The OFF point caches of a mesh tree: in the user's cache folder, and any an earlier
+    version wrote into the tree itself."""
+    from .datasets.folder_cache import cache_folder
+
+    pattern = f"{folder.name}_{split}_*pts_seed*.h5"
+    try:
+        places = [cache_folder(folder, "modelnet"), folder]
+    except ValueError:  # a cache folder set inside the data
+        places = [folder]
+    return ", ".join(str(p) for place in places for p in sorted(place.glob(pattern)))
+
+
 def _prepare(args: argparse.Namespace) -> int:
     from .datasets.modelnet import detect_layout
     from .datasets.off import find_meshes
@@ -324,7 +337,8 @@ def add_parser(subparsers) -> None:
     prepare.add_argument("--split", nargs="+", default=["train", "test"], choices=["train", "test"])
     prepare.add_argument("--mesh-points", type=int, default=2048, help="points sampled per mesh")
     prepare.add_argument("--seed", type=int, default=0)
-    prepare.add_argument("--cache-dir", type=Path, help="where to write the cache (default: the mesh folder)")
+    prepare.add_argument("--cache-dir", type=Path, help="where to write the cache (default: under "
+                         "$POINTABSTRACT_CACHE, ~/.cache/pointabstract; never the mesh folder)")
     prepare.add_argument("--workers", type=int, default=0, help="sampling processes (0: this one)")
     prepare.set_defaults(func=_prepare)
 

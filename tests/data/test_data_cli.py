@@ -193,3 +193,16 @@ def test_info_describes_a_folder_of_own_shapes(tmp_path, capsys):
     assert main(["data", "info", str(root), "--check"]) == 1
     assert "t0.obj:1: bad vertex line '0 0': expected 3 numbers" in capsys.readouterr().out
     assert snapshot(root).keys() == before.keys()  # info writes nothing (the file edited above aside)
+
+
+def test_prepare_by_default_writes_outside_the_data_and_info_finds_it(tmp_path, capsys):
+    _modelnet(tmp_path / "data")
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "data").rglob("*"))
+    assert main(["data", "prepare", str(tmp_path / "data"), "--mesh-points", "64"]) == 0
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "data").rglob("*")) == before  # nothing added
+    capsys.readouterr()
+    assert main(["data", "info", str(tmp_path / "data")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  train: 2 meshes; caches: "))
+    cache = Path(line.split("caches: ", 1)[1])
+    assert cache.name == "ModelNet40_train_64pts_seed0.h5" and cache.is_file()
+    assert not cache.is_relative_to(tmp_path / "data")

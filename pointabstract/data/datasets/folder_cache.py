@@ -33,11 +33,12 @@ def cache_root() -> Path:
     return Path(base) / "pointabstract"
 
 
-def cache_folder(root: str | Path) -> Path:
-    """The cache folder of the data folder ``root`` (see the module docstring)."""
+def cache_folder(root: str | Path, kind: str = "folder") -> Path:
+    """The cache folder of the data folder ``root`` (see the module docstring); ``kind`` names
+    the loader (``folder``, or ``modelnet`` for the OFF mesh cache of a ModelNet tree)."""
     root = Path(root).resolve()
     key = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    folder = cache_root().resolve() / "folder" / f"{root.name}-{key}"
+    folder = cache_root().resolve() / kind / f"{root.name}-{key}"
     if folder.is_relative_to(root):
         raise ValueError(f"the cache folder {folder} lies inside the data folder {root}; set "
                          "POINTABSTRACT_CACHE to a folder outside it (nothing is written into your data)")

@@ -119,7 +119,8 @@ class ModelNet40(PointDataset):
         layout: force ``"hdf5"``, ``"resampled"`` or ``"off"`` instead of detecting.
         mesh_points: points sampled per mesh into the OFF cache (with ``seed``; area-weighted,
             face normals; see :func:`~pointabstract.data.datasets.off_cache.prepare_off_cache`).
-        cache_dir: where the OFF cache is written (default: the mesh folder).
+        cache_dir: where the OFF cache is written (default: under ``$POINTABSTRACT_CACHE``, never
+            the mesh folder; see :func:`~pointabstract.data.datasets.off_cache.prepare_off_cache`).
         resample_meshes: OFF layout only: sample every mesh afresh at each access (with the
             sample's generator, so per epoch) instead of reading the cache. Slow.
         progress: show a progress bar while building the OFF cache.

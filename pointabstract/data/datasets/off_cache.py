@@ -81,13 +81,27 @@ def _stale_reason(cache: Path, signature: str, names: list[str], stats: np.ndarr
     return f"mesh cache {cache} out of date ({', '.join(parts) or 'the class list changed'})"
 
 
+def _default_cache_dir(folder: Path, name: str, signature: str, names: list[str], stats: np.ndarray) -> Path:
+    """The user's cache folder for this mesh tree (never the tree itself), except that an
+    up-to-date cache that earlier versions wrote into the tree is still read from there."""
+    from .folder_cache import cache_folder
+
+    legacy = folder / name
+    if legacy.is_file() and _stale_reason(legacy, signature, names, stats) is None:
+        return folder
+    return cache_folder(folder, "modelnet")
+
+
 def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...], mesh_points: int = 2048,
                       seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True,
                       workers: int = 0) -> Path:
     """Sample every mesh of ``folder/<class>/<split>/*.off`` (any case, see :func:`find_meshes`)
     once into an HDF5 cache.
 
-    The cache ``<cache_dir or folder>/<folder name>_<split>_<mesh_points>pts_seed<seed>.h5``
+    The cache ``<cache_dir>/<folder name>_<split>_<mesh_points>pts_seed<seed>.h5`` (default
+    ``cache_dir``: the mesh tree's folder under ``$POINTABSTRACT_CACHE/modelnet/``, see
+    :mod:`.folder_cache`: nothing is written into the user's data; an up-to-date cache that
+    earlier versions wrote into ``folder`` is still read from there)
     holds ``data`` (S, P, 3) float32 points, ``normal`` (S, P, 3) float32 face normals,
     ``label`` (S,) int64 (index into ``classes``) and ``source`` (S,) the mesh paths relative
     to ``folder`` and ``stat`` (S, 2) int64 their byte size and modification time (ns). It is
@@ -102,7 +116,7 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
         classes: known class names; a class folder not among them is an error.
         mesh_points: P points per mesh.
         seed: mesh ``m`` is sampled with the generator seeded by (seed, crc32 of its path).
-        cache_dir: where to write the cache (default ``folder``).
+        cache_dir: where to write the cache (default: outside ``folder``, see above).
         progress: show a tqdm progress bar.
         workers: processes sampling meshes in parallel (0: this process).
 
@@ -126,8 +140,10 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
         labels.append(classes.index(path.parents[1].name))
     stats = _mesh_stats(files)
     signature = _signature(names, stats, classes)
-    out_dir = Path(cache_dir) if cache_dir is not None else folder
-    cache = out_dir / f"{folder.name}_{split}_{mesh_points}pts_seed{seed}.h5"
+    name = f"{folder.name}_{split}_{mesh_points}pts_seed{seed}.h5"
+    out_dir = Path(cache_dir) if cache_dir is not None else _default_cache_dir(folder, name, signature, names,
+                                                                                  stats)
+    cache = out_dir / name
     reason = _stale_reason(cache, signature, names, stats)
     if reason is None:
         return cache

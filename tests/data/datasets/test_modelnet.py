@@ -107,7 +107,10 @@ def test_off_layout_is_cached_once_and_resampled_only_when_asked(tmp_path):
     write_modelnet_off(root / "ModelNet40", "train", meshes=random_meshes(3, rng), labels=np.array([0, 8, 8]))
     data = ModelNet40(root, "train", num_points=100, mesh_points=128, use_normals=True, progress=False)
     assert data.layout == "off" and len(data) == 3 and list(data.labels) == [0, 8, 8]
-    assert (root / "ModelNet40" / "ModelNet40_train_128pts_seed0.h5").is_file()
+    from pointabstract.data.datasets.folder_cache import cache_folder
+
+    assert (cache_folder(root / "ModelNet40", "modelnet") / "ModelNet40_train_128pts_seed0.h5").is_file()
+    assert not list(root.rglob("*.h5"))  # nothing written into the user's mesh tree
     first = data[0]["pos"]
     data.set_epoch(5)
     np.testing.assert_array_equal(data[0]["pos"], first)  # the cache does not change per epoch

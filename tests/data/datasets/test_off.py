@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pointabstract.data.categories import MODELNET40
+from pointabstract.data.datasets.folder_cache import cache_folder
 from pointabstract.data.datasets.off import find_meshes, read_off, sample_mesh, write_off
 from pointabstract.data.datasets.off_cache import prepare_off_cache
 from pointabstract.data.synthetic.surface import sample_surface
@@ -97,12 +98,24 @@ def _off_tree(tmp_path, classes=("chair", "bed")):
     return root
 
 
+def test_an_up_to_date_cache_an_earlier_version_wrote_into_the_tree_is_still_read(tmp_path):
+    root = _off_tree(tmp_path)
+    elsewhere = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
+    legacy = root / elsewhere.name
+    elsewhere.rename(legacy)  # where versions before 2026-11 wrote it
+    assert prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False) == legacy
+    (root / "bed" / "train" / "bed_0001.off").write_text("OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n")
+    rebuilt = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
+    assert rebuilt == elsewhere and rebuilt.is_file()  # out of date: rebuilt outside the tree
+
+
 def test_cache_is_written_once_reused_and_rebuilt_when_meshes_change(tmp_path):
     root = _off_tree(tmp_path)
     assert [p.name for p in find_meshes(root, "train")] == ["bed_0001.off", "bed_0002.off",
                                                           "chair_0001.off", "chair_0002.off"]
     cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
-    assert cache == root / "ModelNet40_train_64pts_seed0.h5"
+    assert cache == cache_folder(root, "modelnet") / "ModelNet40_train_64pts_seed0.h5"
+    assert not cache.is_relative_to(root) and not list(root.rglob("*.h5"))  # never in the user's tree
     stamp = cache.stat().st_mtime_ns
     assert prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False) == cache
     assert cache.stat().st_mtime_ns == stamp  # reused
