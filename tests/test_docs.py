@@ -115,3 +115,9 @@ def test_train_targets_named_in_the_docs_are_presets_or_models():
     assert named, "no `pointabstract train NAME` found: the pattern is stale"
     known = {p.stem for p in PRESETS.glob("*.yaml")} | set(MODELS)
     assert named <= known, f"unknown presets / models named in the docs: {sorted(named - known)}"
+
+
+def test_docs_pictures_stay_small():
+    big = [f"{_rel(p)} ({p.stat().st_size:,} bytes)" for p in (ROOT / "docs" / "img").iterdir()
+           if p.stat().st_size > 2**20]
+    assert not big, f"pictures over 1 MiB in docs/img (save them with a 256-colour palette): {big}"
