@@ -11,7 +11,7 @@ Names are loaded on first use, so building the command line (which imports :mod:
 neither torch's engine nor its optional dependencies.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "Trained": "loading", "load_trained": "loading", "Predictor": "predictor", "load": "predictor",
@@ -21,11 +21,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pointabstract.predict' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

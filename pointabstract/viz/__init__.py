@@ -19,7 +19,7 @@
 Open3D is imported only when a geometry is built or rendered.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 # name -> submodule; loaded on first use, so that importing pointabstract.viz (as the render
 # worker process does) costs nothing beyond numpy
@@ -60,11 +60,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'pointabstract.viz' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -10,7 +10,8 @@ and a renamed or moved file reuses its entry.
 The cache folder is ``$POINTABSTRACT_CACHE/folder/<name>-<hash of the data folder's absolute
 path>``, with ``$POINTABSTRACT_CACHE`` defaulting to ``$XDG_CACHE_HOME/pointabstract``, else
 ``~/.cache/pointabstract``. Nothing is ever written into the data folder; a cache set inside it
-is refused.
+is refused. The ModelNet OFF loader keeps its HDF5 point cache under the same root
+(``.../modelnet/<name>-<hash>``, :func:`cache_folder` with ``kind="modelnet"``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .folder_cache import cache_folder
 from .off import find_meshes, sample_mesh
 
 __all__ = ["CACHE_VERSION", "prepare_off_cache", "unknown_class"]
@@ -81,17 +82,6 @@ def _stale_reason(cache: Path, signature: str, names: list[str], stats: np.ndarr
     return f"mesh cache {cache} out of date ({', '.join(parts) or 'the class list changed'})"
 
 
-def _default_cache_dir(folder: Path, name: str, signature: str, names: list[str], stats: np.ndarray) -> Path:
-    """The user's cache folder for this mesh tree (never the tree itself), except that an
-    up-to-date cache that earlier versions wrote into the tree is still read from there."""
-    from .folder_cache import cache_folder
-
-    legacy = folder / name
-    if legacy.is_file() and _stale_reason(legacy, signature, names, stats) is None:
-        return folder
-    return cache_folder(folder, "modelnet")
-
-
 def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...], mesh_points: int = 2048,
                       seed: int = 0, cache_dir: str | Path | None = None, progress: bool = True,
                       workers: int = 0) -> Path:
@@ -141,8 +131,10 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     stats = _mesh_stats(files)
     signature = _signature(names, stats, classes)
     name = f"{folder.name}_{split}_{mesh_points}pts_seed{seed}.h5"
-    out_dir = Path(cache_dir) if cache_dir is not None else _default_cache_dir(folder, name, signature, names,
-                                                                                  stats)
+    legacy = folder / name  # where versions before 2026-11 wrote it: read while up to date, never written
+    if cache_dir is None and legacy.is_file() and _stale_reason(legacy, signature, names, stats) is None:
+        return legacy
+    out_dir = Path(cache_dir) if cache_dir is not None else cache_folder(folder, "modelnet")
     cache = out_dir / name
     reason = _stale_reason(cache, signature, names, stats)
     if reason is None:
