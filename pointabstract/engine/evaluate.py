@@ -56,6 +56,9 @@ def evaluate_checkpoint(path: str | Path, *, data_root: str | None = None, out_d
         if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
             raise ValueError(f"votes must be a positive integer, got {votes!r}")
         options["votes"] = votes
+    if sections is not None and not isinstance(sections, Mapping):
+        raise TypeError(f"sections must map figure names to builders ({{name: builder}}), got "
+                        f"{type(sections).__name__}")
     sections = dict(sections or {})
     unknown = sorted(set(asked) - set(sections))
     if unknown:

@@ -164,6 +164,10 @@ def test_eval_options_and_figures_are_the_tasks(height_task, tmp_path):
     with pytest.raises(ValueError, match=r"the cloud figure does not apply to .*last.pt, a 'height' checkpoint "
                                          r"\(figures of the 'height' task's report: table\)"):
         evaluate_checkpoint(ckpt, sections={"cloud": _table}, asked=["cloud"], out_dir=tmp_path / "eval2")
+    with pytest.raises(ValueError, match=r"asked names sections not given: \['cloud'\] \(sections: \['table'\]\)"):
+        evaluate_checkpoint(ckpt, sections={"table": _table}, asked=["cloud"], out_dir=tmp_path / "eval2")
+    with pytest.raises(TypeError, match=r"sections must map figure names to builders \(\{name: builder\}\), got list"):
+        evaluate_checkpoint(ckpt, sections=[_table], out_dir=tmp_path / "eval2")
     assert not (tmp_path / "eval2").exists()
 
 
