@@ -34,27 +34,34 @@ __all__ = ["BlockStack", "CABlock", "PostBlock", "SABlock"]
 class SABlock(nn.Module):
     """Pre-norm transformer block: optional width change, ``x + SA(norm(x))``, then the MLP.
 
+    With ``k=None`` this is the dense softmax-attention block (torch's fused SDPA), the one the
+    Sequoia models' softmax baseline stacks; with ``k`` set, attention over K nearest points.
+
     Args:
         dim_in: input channels C.
         dim: output channels C' (a linear layer changes the width when C' != C).
         heads, k, knn_space: of :class:`~pointabstract.nn.MultiHeadSelfAttention`.
         norm: ``"layer"`` or ``"batch"`` (see :func:`~pointabstract.nn.make_norm`).
+        mlp_ratio: hidden width of the :class:`~pointabstract.nn.FeedForward`, times C'.
+        act: its activation (see :data:`~pointabstract.nn.mlp.ACTIVATIONS`).
     """
 
     def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str,
-                 norm: str = "layer"):
+                 norm: str = "layer", mlp_ratio: float = 2.0, act: str = "leaky_relu"):
         super().__init__()
         self.dim_out = dim
         self.proj = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
         self.norm = make_norm(norm, dim)
         self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
-        self.mlp = FeedForward(dim, norm=norm)
+        self.mlp = FeedForward(dim, hidden=int(dim * mlp_ratio), norm=norm, act=act)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor):
         """x: (B, N, C), pos: (B, N, 3) -> (B, N, C'), pos, {"idx": (B, N, K) or None}."""
         x = self.proj(x)
-        out, info = self.attn(self.norm(x), pos, return_attention=True)
-        return self.mlp(x + out), pos, {"idx": info["idx"]}
+        h = self.norm(x)
+        idx = self.attn.neighbours(h, pos)
+        out, _ = self.attn.attend(h, idx)
+        return self.mlp(x + out), pos, {"idx": idx}
 
 
 class CABlock(nn.Module):
