@@ -9,8 +9,8 @@ from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
 from .context_pool import LOCALITIES, WEIGHTS, ContextPool, context_pool_from_config
 from .mlp import ACTIVATIONS, MLP, FeedForward, PointBatchNorm, make_activation, make_norm
 from .routing import ROUTINGS, CentroidRouting, DynamicRouting, EMRouting, build_routing
-from .tree_attention import SequoiaAttention, TreeProposal
-from .tree_attention_naive import sequoia_attention_naive
+from .sequoia_attention import SequoiaAttention, TreeProposal
+from .sequoia_attention_naive import sequoia_attention_naive
 
 __all__ = [
     "ACTIVATIONS",

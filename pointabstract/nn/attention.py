@@ -45,7 +45,7 @@ def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
             None when ``need_weights`` is False.
 
     On CPU (float32 / float64, numba available) the neighbour products run as compiled kernels
-    (:mod:`pointabstract.ops.kernels.neighbour`) that never form a (B, M, K, C) tensor;
+    (:mod:`pointabstract.ops.kernels.neighbour_attention`) that never form a (B, M, K, C) tensor;
     elsewhere keys and values are gathered. Both give the same result as :func:`attend_naive`.
     """
     _check_attend(q, kv, idx, normalize, need_weights)
@@ -193,22 +193,23 @@ class _NeighbourDot(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, kv, idx):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         q, kv = q.contiguous(), kv.contiguous()  # saved for backward, whose grads match them
         out = q.new_empty(*idx.shape, q.shape[2])
-        run(neighbour.dot_forward, neighbour.dot_forward_ser, *map(to_numpy, (q, kv, idx)), out.numpy())
+        run(neighbour_attention.dot_forward, neighbour_attention.dot_forward_ser,
+            *map(to_numpy, (q, kv, idx)), out.numpy())
         ctx.save_for_backward(q, kv, idx)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         q, kv, idx = ctx.saved_tensors
         grad_q, grad_kv = torch.empty_like(q), torch.zeros_like(kv)
-        run(neighbour.dot_backward, neighbour.dot_backward_ser, *map(to_numpy, (grad, q, kv, idx)),
-            grad_q.numpy(), grad_kv.numpy())
+        run(neighbour_attention.dot_backward, neighbour_attention.dot_backward_ser,
+            *map(to_numpy, (grad, q, kv, idx)), grad_q.numpy(), grad_kv.numpy())
         return grad_q, grad_kv, None
 
 
@@ -218,23 +219,24 @@ class _NeighbourSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, w, kv, idx):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         w, kv = w.contiguous(), kv.contiguous()
         heads = w.shape[3]
         out = w.new_empty(w.shape[0], w.shape[1], heads, kv.shape[2] // (2 * heads))
-        run(neighbour.sum_forward, neighbour.sum_forward_ser, *map(to_numpy, (w, kv, idx)), out.numpy())
+        run(neighbour_attention.sum_forward, neighbour_attention.sum_forward_ser,
+            *map(to_numpy, (w, kv, idx)), out.numpy())
         ctx.save_for_backward(w, kv, idx)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         w, kv, idx = ctx.saved_tensors
         grad_w, grad_kv = torch.empty_like(w), torch.zeros_like(kv)
-        run(neighbour.sum_backward, neighbour.sum_backward_ser, *map(to_numpy, (grad, w, kv, idx)),
-            grad_w.numpy(), grad_kv.numpy())
+        run(neighbour_attention.sum_backward, neighbour_attention.sum_backward_ser,
+            *map(to_numpy, (grad, w, kv, idx)), grad_w.numpy(), grad_kv.numpy())
         return grad_w, grad_kv, None
 
 

@@ -1,7 +1,7 @@
 """One proposal of Sequoia attention: multi-head attention of nodes to gathered nodes with
 relative positions, per query (any relation) or in groups that share their keys (the
 children of one parent share their siblings and ancestors). Used by
-:class:`~pointabstract.nn.tree_attention.SequoiaAttention`."""
+:class:`~pointabstract.nn.sequoia_attention.SequoiaAttention`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Slow reference of :class:`~pointabstract.nn.tree_attention.SequoiaAttention` (tests only).
+"""Slow reference of :class:`~pointabstract.nn.sequoia_attention.SequoiaAttention` (tests only).
 
 Node by node in Python loops, from the tree's parent pointers and point counts alone (no
 padded tables, no fused products), with the layer's own weights.
@@ -12,7 +12,7 @@ import torch
 
 from ..ops.tree import PointTree
 from ..ops.tree_tables import tree_tables_naive
-from .tree_attention import SequoiaAttention
+from .sequoia_attention import SequoiaAttention
 
 __all__ = ["sequoia_attention_naive"]
 

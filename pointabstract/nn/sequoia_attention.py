@@ -7,7 +7,7 @@ sets, each giving one proposal: its children, its siblings and its ancestors up 
 The proposals are pooled with learned weights, then a residual and an MLP follow. Each node
 attends to at most ``max(leaf_size, branching) + depth`` others, so a layer costs
 O(N log N) time and memory; no (N, N) matrix is ever formed. The slow reference the tests
-compare against is :func:`~pointabstract.nn.tree_attention_naive.sequoia_attention_naive`.
+compare against is :func:`~pointabstract.nn.sequoia_attention_naive.sequoia_attention_naive`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import math
 import pytest
 import torch
 
-from pointabstract.nn.tree_attention import SequoiaAttention
+from pointabstract.nn.sequoia_attention import SequoiaAttention
 from pointabstract.ops import build_tree
 from tests.helpers import cloud
 
