@@ -28,7 +28,7 @@ def _build(layer: str, dim: int, heads: int):
 
     from ..models.sequoia import DenseAttentionBlock
     from ..nn.attention import MultiHeadSelfAttention
-    from ..nn.tree_attention import SequoiaAttention
+    from ..nn.sequoia_attention import SequoiaAttention
 
     if layer in ("sequoia", "sequoia_parallel"):
         mode = "sequential" if layer == "sequoia" else "parallel"
