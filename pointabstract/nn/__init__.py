@@ -3,7 +3,7 @@ protocol with its runner (:mod:`pointabstract.nn.blocks`), point capsules and th
 Sequoia tree attention, and ContextPool (adaptive context pooling after a block)."""
 
 from .attention import NORMALIZE, MultiHeadSelfAttention, attend, attend_naive
-from .blocks import BlockStack, CABlock, PostBlock, SABlock
+from .blocks import BlockStack, CABlock, PostBlock, SABlock, SequoiaBlock, TreeContext
 from .capsules import PrimaryPointCapsules, squash
 from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
 from .context_pool import LOCALITIES, WEIGHTS, ContextPool, context_pool_from_config
@@ -33,6 +33,8 @@ __all__ = [
     "PrimaryPointCapsules",
     "SABlock",
     "SequoiaAttention",
+    "SequoiaBlock",
+    "TreeContext",
     "WEIGHTS",
     "TreeProposal",
     "attend",

@@ -94,7 +94,7 @@ def _naive_cloud(layer, x, pos, tree, b, nodes):
                               [where[lvl][t] for t in sib]),
                 _naive_attend(layer.ancestors_attn, q, p, [layer.norm(h[a][i]) for a, i in anc],
                               [where[a][i] for a, i in anc])])
-            out[lvl][s] = u if lvl == 0 and layer.mode == "sequential" else u + layer.mlp(u)
+            out[lvl][s] = u if lvl == 0 and layer.mode == "sequential" else layer.mlp(u)  # u + FFN(LN2(u))
             if not counts[lvl][s]:
                 out[lvl][s] = torch.zeros_like(u)
     if layer.mode == "sequential":
@@ -103,5 +103,5 @@ def _naive_cloud(layer, x, pos, tree, b, nodes):
             read = _naive_attend(layer.final_attn, layer.norm(out[0][i]), where[0][i],
                                  [layer.norm(out[a][j]) for a, j in anc], [where[a][j] for a, j in anc])
             a0 = out[0][i] if read is None else out[0][i] + read
-            out[0][i] = a0 + layer.mlp(a0)
+            out[0][i] = layer.mlp(a0)
     return [torch.stack(row) for row in out]
