@@ -13,6 +13,7 @@ from torch import nn
 
 from ..ops.gather import take_rows
 from .attention import _fused_ok, _NeighbourDot, _NeighbourSum  # the same fused CPU products
+from .mlp import MLP
 
 __all__ = ["TreeProposal", "masked_softmax"]
 
@@ -54,7 +55,7 @@ class TreeProposal(nn.Module):
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
-        self.pos_bias = nn.Sequential(nn.Linear(3, pos_hidden), nn.ReLU(), nn.Linear(pos_hidden, heads))
+        self.pos_bias = MLP([3, pos_hidden, heads], act="relu")  # Linear, ReLU, Linear
         self.pos_value = nn.Linear(3, dim, bias=False)
 
     def forward(self, x, pos, src, src_pos, idx):
