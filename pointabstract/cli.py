@@ -252,10 +252,10 @@ def uncompiled_kernels(modules=None) -> list[str]:
     in all on a fresh install on 2 busy cores, 3 s when cached)."""
     if modules is None:
         try:
-            from .ops.kernels import fps, kdtree, neighbour, select
+            from .ops.kernels import fps, kdtree, neighbour_attention, select
         except ImportError:  # numba missing: the ops use other backends
             return []
-        modules = (fps, kdtree, neighbour, select)
+        modules = (fps, kdtree, neighbour_attention, select)
     missing = []
     for module in modules:
         for name, fn in vars(module).items():

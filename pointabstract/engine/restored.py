@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..models import build_model
+from ..models import build_model, upgrade_state_dict
 from .checkpoint import check_finite_weights, load_checkpoint
 from .config import RunConfig, load_config, upgrade_flat
 from .distributed import check_device
@@ -113,6 +113,7 @@ def trained_data_root(ckpt: dict, path: str | Path) -> str:
 
 def load_weights(model: nn.Module, state: dict, context: str) -> None:
     """``load_state_dict`` with a one-line error: what is missing, unexpected or mis-shaped."""
+    state = upgrade_state_dict(model, state)  # older parameter names (models/legacy_keys.py, until 0.2.0)
     own = model.state_dict()
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     shapes = sorted(k for k in set(own) & set(state)
