@@ -104,9 +104,10 @@ class CentroidAttention(nn.Module):
         raise ValueError(f"init={self.init!r} has no learned weights")
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # checkpoints from before issue 29 stored init="linear" as softmax logits `assign`;
-        # softmax(assign) is exactly the linear map they applied, so it becomes `init_weight`
-        # (same outputs; training it further follows the new, unconstrained parametrisation)
+        # older checkpoints stored init="linear" as softmax logits `assign`; softmax(assign) is
+        # exactly the linear map they applied, so it becomes `init_weight` (same outputs; training
+        # it further follows the unconstrained parametrisation). A shim removed in 0.2.0
+        # (docs/development.md#compatibility-shims)
         old = prefix + "assign"
         if self.init == "linear" and old in state_dict and prefix + "init_weight" not in state_dict:
             state_dict[prefix + "init_weight"] = state_dict.pop(old).softmax(-1)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pointabstract.data import collate
-from pointabstract.engine import load_checkpoint, load_config, restore, task_class, to_flat, train
+from pointabstract.engine import build_task, load_checkpoint, load_config, restore, to_flat, train
 from pointabstract.models import MODELS, build_model, model_task
 from pointabstract.nn import ContextPool
 from tests.fixtures import TASK_DATA, TINY_MODEL, write_tiny_synthetic
@@ -25,7 +25,7 @@ def test_registry_smoke_step_with_context_pool(name, synthetic_root):
     overrides = {f"model.{k}": v for k, v in CP.items()}
     cfg = load_config(None, {"model": name, "data.root": str(synthetic_root), "data.num_points": 48,
                              "device": "cpu", **TASK_DATA[model_task(name)], **overrides})
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     batch = collate([task.dataset("train", train=True)[i] for i in range(3)])
     model = build_model(name, tiny=True, **task.model_args(), **cfg.model_args)
     pools = [m for m in model.modules() if isinstance(m, ContextPool)]

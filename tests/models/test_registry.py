@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pointabstract.data import collate
-from pointabstract.engine import load_config, task_class
+from pointabstract.engine import build_task, load_config, task_class
 from pointabstract.models import MODELS, build_model, model_config, model_task
 from tests.fixtures import TASK_DATA, write_tiny_synthetic
 
@@ -32,7 +32,7 @@ def test_one_step_through_its_own_task(name, synthetic_root):
     torch.manual_seed(0)
     cfg = load_config(None, {"model": name, "data.root": str(synthetic_root), "data.num_points": 48,
                              "device": "cpu", **TASK_DATA[model_task(name)]})
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     dataset = task.dataset("train", train=True)
     batch = collate([dataset[i] for i in range(3)])
     model = build_model(name, tiny=True, **task.model_args())

@@ -131,7 +131,8 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     stats = _mesh_stats(files)
     signature = _signature(names, stats, classes)
     name = f"{folder.name}_{split}_{mesh_points}pts_seed{seed}.h5"
-    legacy = folder / name  # where 0.1.0 before 2026-11 wrote it: read while up to date, never written; removed in 0.2.0
+    # where 0.1.0 before 2026-11 wrote it: read while up to date, never written (a shim removed in 0.2.0)
+    legacy = folder / name
     if cache_dir is None and legacy.is_file() and _stale_reason(legacy, signature, names, stats) is None:
         return legacy
     out_dir = Path(cache_dir) if cache_dir is not None else cache_folder(folder, "modelnet")
