@@ -25,19 +25,26 @@ def _shape(kind: int, rng: np.random.Generator, n: int) -> np.ndarray:
     return np.stack([0.05 * rng.normal(size=n), t, 0.05 * rng.normal(size=n)], 1)
 
 
-def write_tiny_modelnet(root: Path, *, train: int = 24, test: int = 12, n: int = 64, seed: int = 0) -> Path:
-    """A ModelNet40-HDF5 layout of 3 easily told classes (sphere, square, line) under ``root``."""
+def write_modelnet_hdf5(root: Path, classes: list[str], splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> Path:
+    """A ModelNet40-HDF5 layout under ``root`` holding ``splits = {split: (pos (S, N, 3), labels (S,))}``."""
     folder = Path(root) / "modelnet40_ply_hdf5_2048"
     folder.mkdir(parents=True)
-    (folder / "shape_names.txt").write_text("sphere\nsquare\nline\n")
+    (folder / "shape_names.txt").write_text("".join(f"{name}\n" for name in classes))
+    for split, (pos, labels) in splits.items():
+        with h5py.File(folder / f"ply_data_{split}0.h5", "w") as f:
+            f["data"] = np.asarray(pos, dtype=np.float32)
+            f["label"] = np.asarray(labels, dtype=np.int32)[:, None]
+    return folder
+
+
+def write_tiny_modelnet(root: Path, *, train: int = 24, test: int = 12, n: int = 64, seed: int = 0) -> Path:
+    """A ModelNet40-HDF5 layout of 3 easily told classes (sphere, square, line) under ``root``."""
     rng = np.random.default_rng(seed)
+    splits = {}
     for split, count in [("train", train), ("test", test)]:
         labels = np.arange(count) % 3
-        data = np.stack([_shape(int(k), rng, n) for k in labels]).astype(np.float32)
-        with h5py.File(folder / f"ply_data_{split}0.h5", "w") as f:
-            f["data"] = data
-            f["label"] = labels[:, None].astype(np.int32)
-    return folder
+        splits[split] = np.stack([_shape(int(k), rng, n) for k in labels]), labels
+    return write_modelnet_hdf5(root, ["sphere", "square", "line"], splits)
 
 
 def write_tiny_synthetic(root: Path, *, n: int = 64) -> Path:
