@@ -8,9 +8,19 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-# a tiny centroid-transformer config as key=value overrides
-TINY_MODEL = ["model.widths=[8, 16, 16, 24]", "model.heads=2", "model.k=6", "model.fuse_dim=16",
-              "model.head_dims=[16]", "model.dropout=0.0"]
+
+def tiny_sizes(name: str, **extra) -> dict[str, object]:
+    """``{"model.key": value}`` sizing model ``name`` at its registry tiny size (``MODELS[name].tiny``,
+    the one place tests take small models from), then ``extra``; lists where the spec has tuples."""
+    from pointabstract.models import MODELS
+
+    sizes = {**MODELS[name].tiny, **extra}
+    return {f"model.{k}": list(v) if isinstance(v, tuple) else v for k, v in sizes.items()}
+
+
+def tiny_model(name: str, **extra) -> list[str]:
+    """:func:`tiny_sizes` as ``model.key=value`` overrides, the form the CLI and ``load_config`` read."""
+    return [f"{k}={'null' if v is None else v}" for k, v in tiny_sizes(name, **extra).items()]
 
 
 def _shape(kind: int, rng: np.random.Generator, n: int) -> np.ndarray:

@@ -7,11 +7,8 @@ from pathlib import Path
 
 import torch
 
-from tests.fixtures import TINY_MODEL, write_tiny_synthetic
-from tests.viz._capsule_runs import TINY_AE
+from tests.fixtures import tiny_model, write_tiny_synthetic
 
-TINY_SEG = ["model.dim=8", "model.heads=2", "model.layers=2", "model.leaf_size=4", "model.siblings_k=4",
-            "model.mlp_ratio=1.0", "model.head_dim=16"]
 _RUNS: dict[str, Path] = {}
 
 
@@ -26,11 +23,11 @@ def tiny_runs(tmp_path_factory) -> dict[str, Path]:
         data = write_tiny_synthetic(root / "data")
         common = [f"data.root={data}", "data.workers=0", "optim.epochs=1", "log.progress=false",
                   "log.tensorboard=false", "data.eval_batch_size=8", "data.batch_size=8"]
-        runs = {"classification": ["model=centroid_transformer", "data.num_points=48", *TINY_MODEL],
+        runs = {"classification": ["model=centroid_transformer", "data.num_points=48", *tiny_model("centroid_transformer")],
                 "reconstruction": ["model=capsule_ae_demo_ca", "task=reconstruction", "data.dataset=shapenet_part",
-                                   "data.num_points=64", "task.bn_batches=2", *TINY_AE],
+                                   "data.num_points=64", "task.bn_batches=2", *tiny_model("capsule_ae_demo_ca")],
                 "part_segmentation": ["model=sequoia_seg", "data.dataset=shapenet_part", "data.num_points=48",
-                                      *TINY_SEG]}
+                                      *tiny_model("sequoia_seg")]}
         for task, overrides in runs.items():
             train(load_config(None, [*common, *overrides, f"log.out_dir={root / task}"]))
             _RUNS[task] = root / task / "last.pt"

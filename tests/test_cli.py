@@ -16,7 +16,7 @@ from pointabstract import cli
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
 from tests.engine.test_preflight import resampled_layout
-from tests.fixtures import TINY_MODEL
+from tests.fixtures import tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def tiny_synthetic(tmp_path_factory):
 def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
     run = tmp_path / "run"
     code = main(["train", "demo", f"data.root={tiny_synthetic}", "data.num_points=64", "data.workers=0",
-                 "optim.epochs=1", f"log.out_dir={run}", "log.progress=false", *TINY_MODEL])
+                 "optim.epochs=1", f"log.out_dir={run}", "log.progress=false", *tiny_model("centroid_transformer")])
     assert code == 0 and (run / "last.pt").is_file()
     assert "test overall accuracy" in capsys.readouterr().out
     code = main(["eval", str(run / "last.pt"), "--out", str(tmp_path / "report")])
@@ -41,7 +41,7 @@ def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
     assert "![confusion matrix](confusion.png)" in (tmp_path / "report" / "report.md").read_text()
     # --resume before the overrides; a longer run is not a config change that needs asking
     code = main(["train", "demo", "--resume", f"data.root={tiny_synthetic}", "data.num_points=64", "data.workers=0",
-                 "optim.epochs=2", f"log.out_dir={run}", "log.progress=false", *TINY_MODEL])
+                 "optim.epochs=2", f"log.out_dir={run}", "log.progress=false", *tiny_model("centroid_transformer")])
     assert code == 0 and torch.load(run / "last.pt", weights_only=False)["epoch"] == 2
     capsys.readouterr()
     if not torch.cuda.is_available():
@@ -202,7 +202,7 @@ def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
 def test_an_interrupted_training_says_what_is_kept_and_how_to_continue(tiny_synthetic, tmp_path, signum, code, how):
     out = tmp_path / "run #1"
     args = ["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "data.num_points=48",
-            "data.workers=0", "optim.epochs=50", "log.tensorboard=false", "data.batch_size=4", *TINY_MODEL]
+            "data.workers=0", "optim.epochs=50", "log.tensorboard=false", "data.batch_size=4", *tiny_model("centroid_transformer")]
     # a job started in the background of a non-interactive shell inherits SIGINT ignored: restore it
     proc = subprocess.Popen([sys.executable, "-m", "pointabstract.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
@@ -236,7 +236,7 @@ def test_bad_presets_are_one_line_and_start_nothing(tmp_path, capsys, monkeypatc
 def test_an_override_path_keeps_its_hash(tiny_synthetic, tmp_path, capsys):
     out = tmp_path / "exp #1"
     assert main(["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "optim.epochs=1",
-                 "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *TINY_MODEL]) == 0
+                 "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer")]) == 0
     assert (out / "last.pt").is_file() and not (tmp_path / "exp").exists()
 
 

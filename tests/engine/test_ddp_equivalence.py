@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pointabstract.engine import load_checkpoint
+from tests.fixtures import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-4
@@ -85,12 +86,9 @@ def synthetic(tmp_path_factory):
     ("capsule_ae_demo_dr", "modelnet40", "chamfer"),
     ("sequoia_seg_demo", "shapenet_part", "instance_miou")])
 def test_two_processes_match_one_for_the_other_tasks(synthetic, tmp_path, model, dataset, metric):
-    from pointabstract.models import MODELS
-
-    sizes = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in MODELS[model].tiny.items()]
     args = [f"data.root={synthetic}", f"data.dataset={dataset}", "data.num_points=64", "data.batch_size=8",
             "data.eval_batch_size=8", "data.workers=0", "optim.epochs=2", "log.tensorboard=false",
-            "device=cpu", *sizes]
+            "device=cpu", *tiny_model(model)]
     _train([], args, tmp_path / "one", config=model)
     _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}"],
            args, tmp_path / "two", config=model)

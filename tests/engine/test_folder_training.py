@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from pointabstract.engine import evaluate_checkpoint, load_checkpoint, load_config, train
-from pointabstract.models.capsule_autoencoder import SPECS
 from tests.data.datasets.test_folder import snapshot, write_shapes
-from tests.fixtures import TINY_MODEL
+from tests.fixtures import tiny_model
 
 RUN = ["data.dataset=folder", "data.num_points=48", "data.batch_size=3", "data.eval_batch_size=8",
        "data.workers=0", "optim.epochs=1", "log.progress=false", "log.tensorboard=false", "device=cpu"]
@@ -22,7 +21,7 @@ def shapes(tmp_path, monkeypatch):
 
 def test_a_classifier_trains_with_one_output_per_class_folder(shapes, tmp_path):
     before = snapshot(shapes)
-    cfg = load_config(None, [f"data.root={shapes}", f"log.out_dir={tmp_path / 'run'}", *RUN, *TINY_MODEL])
+    cfg = load_config(None, [f"data.root={shapes}", f"log.out_dir={tmp_path / 'run'}", *RUN, *tiny_model("centroid_transformer")])
     metrics = train(cfg)
     assert metrics["samples"] == 3  # one test shape per class (4 files, test_fraction 0.2)
     ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
@@ -40,9 +39,8 @@ def test_a_classifier_trains_with_one_output_per_class_folder(shapes, tmp_path):
 
 
 def test_an_autoencoder_trains_on_the_same_folder(shapes, tmp_path):
-    model = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in SPECS["capsule_ae_demo_ca"].tiny.items()]
     cfg = load_config(None, ["model=capsule_ae_demo_ca", f"data.root={shapes}", f"log.out_dir={tmp_path / 'ae'}",
-                             *RUN, "data.num_points=64", "task.examples=0", "task.bn_batches=1", *model])
+                             *RUN, "data.num_points=64", "task.examples=0", "task.bn_batches=1", *tiny_model("capsule_ae_demo_ca")])
     metrics = train(cfg)
     assert metrics["samples"] == 3 and np.isfinite(metrics["chamfer"])
     assert load_checkpoint(tmp_path / "ae" / "last.pt")["task_state"]["category_names"] == ["pyramid", "slab", "tetra"]

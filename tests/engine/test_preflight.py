@@ -8,7 +8,7 @@ import torch
 from pointabstract.engine import load_config, train
 from pointabstract.engine.tasks import task_class
 from pointabstract.engine.tasks.preflight import check_batch_statistics
-from tests.fixtures import TINY_MODEL
+from tests.fixtures import tiny_model
 
 
 def resampled_layout(root, bad_line: str = "0.1,0.2,nan,0,0,1", bad_split: str = "train"):
@@ -32,7 +32,7 @@ def resampled_layout(root, bad_line: str = "0.1,0.2,nan,0,0,1", bad_split: str =
 def _overrides(root, tmp_path, *extra):
     return [f"data.root={root}", "data.num_points=32", "data.batch_size=4", "data.eval_batch_size=4",
             "data.workers=2", "optim.epochs=1", f"log.out_dir={tmp_path / 'run'}", "log.progress=false",
-            "log.tensorboard=false", "device=cpu", *TINY_MODEL, *extra]
+            "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer"), *extra]
 
 
 @pytest.mark.parametrize("split, name", [("train", "training"), ("test", "test")])

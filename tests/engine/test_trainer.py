@@ -154,7 +154,7 @@ def test_resume_refuses_a_changed_config_unless_asked(tiny_overrides, tmp_path):
 
 def test_resume_with_weights_that_do_not_fit_is_one_line(tiny_overrides, tmp_path):
     train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
-    wider = load_config(None, [*tiny_overrides, "model.widths=[8, 16, 16, 32]"])
+    wider = load_config(None, [*tiny_overrides, "model.widths=[8, 16, 16, 40]"])  # not the tiny widths
     with pytest.raises(ValueError, match=r"last.pt does not fit the 'centroid_transformer' model of this config: "
                                          r"\d+ mis-shaped weights \(e.g. '.*'\)$"):
         train(wider, resume=True, allow_config_change=True)

@@ -17,7 +17,7 @@
 import pytest
 import torch
 
-from pointabstract.models.sequoia import SequoiaClassifier, SequoiaClsConfig
+from pointabstract.models import build_model
 from pointabstract.nn import ContextPool
 from tests.helpers import cloud
 
@@ -109,12 +109,10 @@ def test_eq4_coefficients_are_weights_times_gaussian_normalised():
 
 @pytest.mark.parametrize("attention", ["sequoia", "softmax"])
 def test_an_identity_context_pool_after_every_layer_leaves_the_model_unchanged(attention):
-    tiny = {"dim": 8, "heads": 2, "layers": 2, "leaf_size": 4, "mlp_ratio": 1.0, "head_dims": (16,),
-            "num_classes": 5, "attention": attention}
     torch.manual_seed(0)
-    plain = SequoiaClassifier(SequoiaClsConfig(**tiny)).double().eval()
+    plain = build_model("sequoia_cls", tiny=True, num_classes=5, attention=attention).double().eval()
     torch.manual_seed(1)
-    pooled = SequoiaClassifier(SequoiaClsConfig(**tiny, context_pool=True)).double().eval()
+    pooled = build_model("sequoia_cls", tiny=True, num_classes=5, attention=attention, context_pool=True).double().eval()
     missing, unexpected = pooled.load_state_dict(plain.state_dict(), strict=False)
     assert not unexpected and missing and all(m.startswith("backbone.pools.") for m in missing)
     pos = cloud(2, 40, dtype=torch.float64, seed=9)
