@@ -15,8 +15,7 @@ import torch
 from pointabstract import cli
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
-from tests.engine.test_preflight import resampled_layout
-from tests.fixtures import tiny_model
+from tests.fixtures import resampled_layout, tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

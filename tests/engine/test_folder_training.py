@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from pointabstract.engine import evaluate_checkpoint, load_checkpoint, load_config, train
-from tests.data.datasets.test_folder import snapshot, write_shapes
-from tests.fixtures import tiny_model
+from tests.fixtures import snapshot, tiny_model, write_shapes
 
 RUN = ["data.dataset=folder", "data.num_points=48", "data.batch_size=3", "data.eval_batch_size=8",
        "data.workers=0", "optim.epochs=1", "log.progress=false", "log.tensorboard=false", "device=cpu"]

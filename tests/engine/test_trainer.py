@@ -1,5 +1,4 @@
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ import torch
 import yaml
 
 from pointabstract.engine import atomic_save, evaluate_checkpoint, load_checkpoint, load_config, train
+from tests.fixtures import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,16 +92,10 @@ def test_evaluate_checkpoint_writes_a_report(tiny_overrides, tmp_path):
     assert metrics["votes"] == 2 and metrics["samples"] == 12
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_two_process_gloo_ddp(tiny_overrides, tmp_path):
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            f"--master_port={_free_port()}",
+            f"--master_port={free_port()}",
             "-m", "pointabstract.cli", "train", "demo", *tiny_overrides, "optim.epochs=1"]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -21,7 +21,7 @@ from pointabstract.nn import CentroidAttention, SABlock
 from pointabstract.nn.attention import attend
 from pointabstract.nn.centroid_attention import farthest_from_centroid
 from pointabstract.ops.fps import farthest_point_sample_naive
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _jitter(module: torch.nn.Module, seed: int) -> None:

@@ -19,7 +19,7 @@ import torch
 
 from pointabstract.models import build_model
 from pointabstract.nn import ContextPool
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _pool(weights="learned", locality="gaussian", *, k=6, r=0.1, seed=0):

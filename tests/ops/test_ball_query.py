@@ -5,8 +5,7 @@ import pytest
 import torch
 
 from pointabstract.ops import backends, ball_query, ball_query_naive
-from tests.helpers import cloud
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import cloud, degenerate_cloud
 
 BACKENDS = backends()["ball_query"]
 

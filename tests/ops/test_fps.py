@@ -7,8 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pointabstract.ops import backends, farthest_point_sample, farthest_point_sample_naive
-from tests.helpers import cloud
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import cloud, degenerate_cloud
 
 EXACT = ["numba", "torch"]
 LIBRARIES = [b for b in backends()["farthest_point_sample"] if b not in EXACT]

@@ -7,8 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pointabstract.ops import backends, knn, knn_naive
-from tests.helpers import cloud
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import cloud, degenerate_cloud
 
 EXACT = ["numba", "torch"]
 LIBRARIES = [b for b in backends()["knn"] if b not in EXACT]

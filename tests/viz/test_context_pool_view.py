@@ -6,8 +6,7 @@ from PIL import Image
 from pointabstract.engine import load_config, train
 from pointabstract.models import build_model
 from pointabstract.viz.context_pool_view import context_pool_colors, context_pool_png, context_pool_view
-from tests.fixtures import tiny_model, write_tiny_modelnet
-from tests.helpers import cloud
+from tests.fixtures import cloud, tiny_model, write_tiny_modelnet
 
 
 def _model(**kw):
