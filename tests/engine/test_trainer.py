@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from pointabstract.engine import atomic_save, evaluate_checkpoint, load_checkpoint, load_config, train
-from tests.fixtures import free_port
+from tests.fixtures import free_port, tiny_sizes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_trains_logs_checkpoints_and_plots(tiny_overrides, tmp_path):
     assert metrics["samples"] == 12 and set(metrics["per_class_accuracy"]) == {"sphere", "square", "line"}
     ckpt = load_checkpoint(out / "last.pt")
     assert ckpt["epoch"] == 3 and ckpt["model_name"] == "centroid_transformer"
-    assert ckpt["config"]["model.widths"] == [8, 16, 16, 24]
+    assert ckpt["config"]["model.widths"] == tiny_sizes("centroid_transformer")["model.widths"]
 
 
 def test_resume_reproduces_the_uninterrupted_run(tiny_overrides, tmp_path):
