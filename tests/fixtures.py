@@ -5,12 +5,14 @@ pytest fixtures themselves live in the conftest.py files)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import socket
 from pathlib import Path
 
 import h5py
 import numpy as np
+import pytest
 import torch
 
 from pointabstract.data.categories import SHAPENET_PART
@@ -90,6 +92,15 @@ def cloud(batch: int, n: int, c: int = 3, *, dtype=torch.float32, seed: int = 0)
     return (torch.rand(batch, n, c, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
 
 
+
+def over_shape_grid(test):
+    """Parametrise ``test(dtype, batch, n)`` over the grid every fast op is compared with its
+    naive reference on: float32 / float64, B in {1, 3}, N in {1, 7, 64, 1000}."""
+    for name, values in (("n", [1, 7, 64, 1000]), ("batch", [1, 3]), ("dtype", [torch.float32, torch.float64])):
+        test = pytest.mark.parametrize(name, values)(test)
+    return test
+
+
 def degenerate_cloud(kind: str, *, batch: int = 2, n: int = 600, seed: int = 0) -> torch.Tensor:
     """A (B, N, 3) float32 cloud full of exact duplicates and exactly tied distances.
 
@@ -161,33 +172,36 @@ def _part_split_lists(folder):
         (folder / "train_test_split" / f"shuffled_{split}_file_list.json").write_text(json.dumps(entries))
 
 
-def write_normal(root, n=40):
-    """The ShapeNetPart "normal" layout (one text file per shape) of :data:`PART_SHAPES`."""
-    folder = root / PART_NORMAL
+def _part_text_layout(folder: Path, n: int, write_shape) -> Path:
+    """A ShapeNetPart text layout of :data:`PART_SHAPES` in ``folder`` (split lists, category
+    table); ``write_shape(category folder, token, category, pos, normal, part)`` writes each shape."""
     _part_split_lists(folder)
     _part_category_table(folder / "synsetoffset2category.txt")
     for i, (_, c, token) in enumerate(PART_SHAPES):
-        pos, normal, part = part_shape(c, n + i, i)
-        (folder / SHAPENET_PART[c].synset).mkdir(exist_ok=True)
-        np.savetxt(folder / SHAPENET_PART[c].synset / f"{token}.txt", np.column_stack([pos, normal, part]),
-                   fmt="%.6f")
+        write_shape(folder / SHAPENET_PART[c].synset, token, c, *part_shape(c, n + i, i))
     return folder
+
+
+def _normal_file(base: Path, token, category, pos, normal, part) -> None:
+    base.mkdir(exist_ok=True)
+    np.savetxt(base / f"{token}.txt", np.column_stack([pos, normal, part]), fmt="%.6f")
+
+
+def _v0_files(base: Path, token, category, pos, normal, part) -> None:
+    (base / "points").mkdir(parents=True, exist_ok=True)
+    (base / "points_label").mkdir(exist_ok=True)
+    np.savetxt(base / "points" / f"{token}.pts", pos, fmt="%.6f")
+    np.savetxt(base / "points_label" / f"{token}.seg", part - SHAPENET_PART[category].parts[0] + 1, fmt="%d")
+
+
+def write_normal(root, n=40):
+    """The ShapeNetPart "normal" layout (one text file per shape) of :data:`PART_SHAPES`."""
+    return _part_text_layout(root / PART_NORMAL, n, _normal_file)
 
 
 def write_v0(root, n=40):
     """The ShapeNetPart v0 layout (points + points_label files) of :data:`PART_SHAPES`."""
-    folder = root / PART_V0
-    _part_split_lists(folder)
-    _part_category_table(folder / "synsetoffset2category.txt")
-    for i, (_, c, token) in enumerate(PART_SHAPES):
-        pos, _, part = part_shape(c, n + i, i)
-        base = folder / SHAPENET_PART[c].synset
-        (base / "points").mkdir(parents=True, exist_ok=True)
-        (base / "points_label").mkdir(exist_ok=True)
-        np.savetxt(base / "points" / f"{token}.pts", pos, fmt="%.6f")
-        local = part - SHAPENET_PART[c].parts[0] + 1
-        np.savetxt(base / "points_label" / f"{token}.seg", local, fmt="%d")
-    return folder
+    return _part_text_layout(root / PART_V0, n, _v0_files)
 
 
 def write_part_hdf5(root, n=32):
@@ -259,6 +273,19 @@ def write_shapes(root: Path, per_class: int = 5) -> Path:
 def snapshot(root: Path) -> dict:
     """{relative path: (size, mtime)} of every file below ``root``: equal snapshots mean nothing was written."""
     return {p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+
+def read_h5(path) -> dict[str, np.ndarray]:
+    """Every dataset of the HDF5 file ``path``, read into memory."""
+    with h5py.File(path, "r") as f:
+        return {k: f[k][:] for k in f}
+
+
+def file_digests(root: Path) -> dict[str, str]:
+    """{relative path: SHA-256} of every file below ``root``: equal digests mean equal contents."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 # ---------------------------------------------------------------------------- trained runs

@@ -6,6 +6,7 @@ import pytest
 
 from pointabstract.engine import load_config, train
 from tests.fixtures import tiny_model, write_tiny_modelnet
+from tests.viz._html_runs import tiny_pages, tiny_runs
 
 
 def _open3d_or_skip():
@@ -86,3 +87,15 @@ def demo_run(tmp_path_factory):
                  f"log.out_dir={root / 'run'}", "log.progress=false", "log.tensorboard=false"]
     train(load_config("demo", overrides))
     return root / "run" / "last.pt", root / "data"
+
+
+@pytest.fixture(scope="module")
+def html_runs(tmp_path_factory):
+    """{task: (last.pt, data root)} of the tiny runs of the three tasks the browser viewer's tests read."""
+    return tiny_runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def html_pages(tmp_path_factory):
+    """{task: viewer.html} of :func:`html_runs`, written by ``view --html``."""
+    return tiny_pages(tmp_path_factory)
