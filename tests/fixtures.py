@@ -101,6 +101,16 @@ def over_shape_grid(test):
     return test
 
 
+
+def split_backends(op: str) -> tuple[list[str], list[str]]:
+    """The backends of ``op`` that must equal its naive reference index for index (our numba and
+    torch code), and the libraries it dispatches to (exact up to documented ties)."""
+    from pointabstract.ops import backends
+
+    exact = ["numba", "torch"]
+    return exact, [b for b in backends()[op] if b not in exact]
+
+
 def degenerate_cloud(kind: str, *, batch: int = 2, n: int = 600, seed: int = 0) -> torch.Tensor:
     """A (B, N, 3) float32 cloud full of exact duplicates and exactly tied distances.
 

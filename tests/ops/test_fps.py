@@ -6,11 +6,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pointabstract.ops import backends, farthest_point_sample, farthest_point_sample_naive
-from tests.fixtures import cloud, degenerate_cloud, over_shape_grid
+from pointabstract.ops import farthest_point_sample, farthest_point_sample_naive
+from tests.fixtures import cloud, degenerate_cloud, over_shape_grid, split_backends
 
-EXACT = ["numba", "torch"]
-LIBRARIES = [b for b in backends()["farthest_point_sample"] if b not in EXACT]
+EXACT, LIBRARIES = split_backends("farthest_point_sample")
 
 
 @pytest.mark.parametrize("backend", EXACT)

@@ -6,11 +6,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pointabstract.ops import backends, knn, knn_naive
-from tests.fixtures import cloud, degenerate_cloud, over_shape_grid
+from pointabstract.ops import knn, knn_naive
+from tests.fixtures import cloud, degenerate_cloud, over_shape_grid, split_backends
 
-EXACT = ["numba", "torch"]
-LIBRARIES = [b for b in backends()["knn"] if b not in EXACT]
+EXACT, LIBRARIES = split_backends("knn")
 
 
 @pytest.mark.parametrize("backend", EXACT)
