@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from pointabstract.data.categories import SHAPENET_PART
+from pointabstract.data.synthetic.nuisances import NUISANCES, Nuisances
 
 
 def tiny_sizes(name: str, **extra) -> dict[str, object]:
@@ -91,6 +92,9 @@ def cloud(batch: int, n: int, c: int = 3, *, dtype=torch.float32, seed: int = 0)
     g = torch.Generator().manual_seed(seed)
     return (torch.rand(batch, n, c, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)
 
+
+
+NO_NUISANCES = Nuisances(**{name: False for name in NUISANCES})  # the hard synthetic shapes, clean
 
 
 def over_shape_grid(test):
