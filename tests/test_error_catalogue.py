@@ -53,7 +53,7 @@ def _metrics():
 
 def _train_on_broken_files(tmp_path):
     from pointabstract.engine import train
-    from tests.engine.test_preflight import resampled_layout
+    from tests.fixtures import resampled_layout
 
     root = resampled_layout(tmp_path / "data")
     return train(load_config(None, [f"data.root={root}", "data.num_points=32", "data.workers=2",
@@ -102,7 +102,7 @@ def _part_batch(n_part=64, category=(0, 0), part=0):
 
 
 def _part_layout_missing_shape(tmp_path):
-    from tests.data.datasets.test_shapenet_part import write_normal
+    from tests.fixtures import write_normal
 
     folder = write_normal(tmp_path)
     next(folder.glob("*/m0.txt")).unlink()

@@ -156,7 +156,7 @@ def test_ply_mixed_polygons_and_an_element_before_the_faces(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["ascii", "binary_little_endian", "binary_big_endian"])
 def test_ply_point_cloud_with_normals(tmp_path, fmt):
-    from tests.data.datasets.test_ply import write_ply
+    from tests.fixtures import write_ply
 
     points = np.random.default_rng(3).normal(size=(30, 3)).astype(np.float32)
     write_ply(tmp_path / "c.ply", points, fmt=fmt)

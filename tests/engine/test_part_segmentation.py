@@ -31,7 +31,7 @@ def _task(root, **settings):
 def _model(task, **overrides):
     spec = SPECS["sequoia_seg"]
     torch.manual_seed(0)
-    return spec.factory(spec.config(**{**spec.tiny, "dim": 16, "head_dim": 32, **task.model_args(), **overrides}))
+    return spec.factory(spec.config(**{**spec.tiny, **task.model_args(), **overrides}))
 
 
 def _loader(ds, batch_size=16):

@@ -8,31 +8,13 @@ import torch
 from pointabstract.engine import load_config, train
 from pointabstract.engine.tasks import build_task
 from pointabstract.engine.tasks.preflight import check_batch_statistics
-from tests.fixtures import TINY_MODEL
-
-
-def resampled_layout(root, bad_line: str = "0.1,0.2,nan,0,0,1", bad_split: str = "train"):
-    """A ModelNet 'resampled' layout (one text file per shape, read when a sample is loaded):
-    8 train and 8 test shapes of 2 classes; the fifth ``bad_split`` file has ``bad_line`` at line 3."""
-    root.mkdir()
-    (root / "modelnet40_shape_names.txt").write_text("airplane\nbathtub\n")
-    rng = torch.Generator().manual_seed(0)
-    for split, first in (("train", 1), ("test", 101)):
-        ids = [f"{name}_{i:04d}" for name in ("airplane", "bathtub") for i in range(first, first + 4)]
-        (root / f"modelnet40_{split}.txt").write_text("\n".join(ids) + "\n")
-        for number, shape_id in enumerate(ids):
-            (root / shape_id.rsplit("_", 1)[0]).mkdir(exist_ok=True)
-            rows = [",".join(f"{v:.4f}" for v in row) for row in torch.rand(64, 6, generator=rng).tolist()]
-            if number == 4 and split == bad_split:
-                rows[2] = bad_line
-            (root / shape_id.rsplit("_", 1)[0] / f"{shape_id}.txt").write_text("\n".join(rows) + "\n")
-    return root
+from tests.fixtures import resampled_layout, tiny_model
 
 
 def _overrides(root, tmp_path, *extra):
     return [f"data.root={root}", "data.num_points=32", "data.batch_size=4", "data.eval_batch_size=4",
             "data.workers=2", "optim.epochs=1", f"log.out_dir={tmp_path / 'run'}", "log.progress=false",
-            "log.tensorboard=false", "device=cpu", *TINY_MODEL, *extra]
+            "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer"), *extra]
 
 
 @pytest.mark.parametrize("split, name", [("train", "training"), ("test", "test")])

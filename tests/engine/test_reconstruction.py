@@ -16,6 +16,7 @@ from pointabstract.engine.tasks.base import MissingDatasetError
 from pointabstract.engine.tasks.reconstruction import ReconstructionSettings, ReconstructionTask
 from pointabstract.models.capsule_autoencoder import SPECS, CapsuleAutoencoder
 from pointabstract.ops import chamfer_distance
+from tests.fixtures import tiny_sizes
 
 
 def _task(root, dataset="modelnet40", num_points=128, **settings):
@@ -155,11 +156,10 @@ def test_real_off_meshes(realdata, tmp_path):
 
 
 def _train_overrides(root, out, *extra):
-    model = {f"model.{k}": list(v) if isinstance(v, tuple) else v for k, v in SPECS["capsule_ae_demo_ca"].tiny.items()}
     return {"model": "capsule_ae_demo_ca", "data.dataset": "shapenet_part", "data.root": str(root),
             "data.num_points": 64, "data.batch_size": 4, "data.eval_batch_size": 16, "data.workers": 0,
             "optim.epochs": 4, "optim.lr": 1e-2, "task.examples": 0, "log.out_dir": str(out), "log.progress": False,
-            "log.tensorboard": False, "device": "cpu", **model,
+            "log.tensorboard": False, "device": "cpu", **tiny_sizes("capsule_ae_demo_ca"),
             **dict(extra)}
 
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.interop import pyg
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 # the 4-node square of PyG's own docstring examples
 SQUARE = torch.tensor([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])

@@ -8,7 +8,7 @@ from pointabstract.data import collate
 from pointabstract.engine import build_task, load_checkpoint, load_config, restore, to_flat, train
 from pointabstract.models import MODELS, build_model, model_task
 from pointabstract.nn import ContextPool
-from tests.fixtures import TASK_DATA, TINY_MODEL, write_tiny_synthetic
+from tests.fixtures import TASK_DATA, tiny_model, write_tiny_synthetic
 
 HOSTS = ["centroid_transformer", "self_attention_transformer", "sequoia_seg", "sequoia_cls", "softmax_seg"]
 CP = {"context_pool": True, "context_pool_k": 4}
@@ -91,7 +91,7 @@ def test_checkpoint_remembers_context_pool(tiny_data, tmp_path):
     run = tmp_path / "run"
     cfg = load_config(None, [f"data.root={tiny_data}", "data.num_points=48", "data.batch_size=8",
                              "data.workers=0", "optim.epochs=1", f"log.out_dir={run}", "log.progress=false",
-                             "log.tensorboard=false", "device=cpu", *TINY_MODEL, "model.context_pool=true",
+                             "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer"), "model.context_pool=true",
                              "model.context_pool_k=5", "model.context_pool_weights=uniform"])
     train(cfg)
     ckpt = load_checkpoint(run / "last.pt")

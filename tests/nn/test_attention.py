@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.nn import MultiHeadSelfAttention, attend, attend_naive
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_knn_attention_with_k_equal_n_is_dense_attention():

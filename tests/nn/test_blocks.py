@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from pointabstract.nn import BlockStack, CABlock, PostBlock, SABlock
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 class Scale(nn.Module):

@@ -19,7 +19,7 @@ import torch
 
 from pointabstract.nn.sequoia_attention import SequoiaAttention
 from pointabstract.ops import build_tree
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _layer(mode="sequential", dim=8, seed=0, **kwargs):

@@ -6,7 +6,7 @@ import torch
 
 from pointabstract import ops
 from pointabstract.ops import _validate as V
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 P = cloud(2, 40, seed=1)
 F = cloud(2, 40, 5, seed=2)

@@ -4,7 +4,7 @@ import torch
 from PIL import Image
 
 from pointabstract.viz import cli
-from tests.helpers import check_png
+from tests.fixtures import check_png
 
 
 def _run(capsys, *argv):

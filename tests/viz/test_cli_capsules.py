@@ -14,7 +14,7 @@ from pointabstract.engine import restore
 from pointabstract.viz import cli, load_session
 from pointabstract.viz.core.colors import HIGHLIGHT
 from pointabstract.viz.core.render import png_backend
-from tests.helpers import check_png
+from tests.fixtures import check_png
 from tests.viz._capsule_runs import tiny_ae_run
 
 

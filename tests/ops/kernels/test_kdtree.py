@@ -6,7 +6,7 @@ import torch
 
 from pointabstract.ops import knn_naive
 from pointabstract.ops.kernels import kdtree
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import degenerate_cloud
 
 LEAF = 8
 

@@ -12,7 +12,7 @@ from pointabstract.viz.classification.figures import (
 )
 from pointabstract.viz.core.colors import HIGHLIGHT, QUERY
 from pointabstract.viz.core.render import png_backend
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 RED, BLUE = tuple(round(v * 255) for v in HIGHLIGHT), tuple(round(v * 255) for v in QUERY)
 

@@ -15,7 +15,7 @@ from pointabstract.viz.classification.scenes import (
 )
 from pointabstract.viz.core.colors import GREY, HIGHLIGHT, QUERY
 from pointabstract.viz.core.render import Camera
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_feature_knn_hand_computed():
@@ -133,7 +133,7 @@ def test_default_k_keeps_the_papers_proportion():
 
 def test_context_can_be_coloured_per_point(o3d):
     from pointabstract.viz.classification.scenes import neighbourhood_scene
-    from tests.helpers import cloud
+    from tests.fixtures import cloud
 
     pos, feats, ctx = cloud(1, 20, 3, seed=1)[0], cloud(1, 20, 4, seed=2)[0], cloud(1, 50, 3, seed=3)[0]
     colors = np.tile([0.9, 0.7, 0.7], (50, 1))

@@ -6,7 +6,7 @@ import pytest
 from pointabstract.viz.core import backends as B
 from pointabstract.viz.core import render as R
 from pointabstract.viz.core.render import Renderer
-from tests.helpers import cloud
+from tests.fixtures import cloud
 from tests.viz._stand_ins import crashes as _crashes
 from tests.viz._stand_ins import stuck_after_ready as _stuck_after_ready
 from tests.viz._stand_ins import stuck_at_start as _stuck_at_start

@@ -12,7 +12,7 @@ from pointabstract.viz.classification.scenes import neighbourhood_scene
 from pointabstract.viz.core import render as R
 from pointabstract.viz.core.colors import HIGHLIGHT, QUERY, ScalarLegend
 from pointabstract.viz.core.render import Camera, png_backend, render_panels_png, render_png
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 ROOT = Path(__file__).resolve().parents[3]
 RED, BLUE = tuple(round(v * 255) for v in HIGHLIGHT), tuple(round(v * 255) for v in QUERY)

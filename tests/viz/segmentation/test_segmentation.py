@@ -21,10 +21,7 @@ from pointabstract.viz.segmentation.session import (
     load_seg_session,
     tree_clusters,
 )
-from tests.fixtures import TASK_DATA, write_tiny_synthetic
-
-TINY_SEG = ["model.dim=8", "model.heads=2", "model.layers=2", "model.leaf_size=4", "model.siblings_k=4",
-            "model.mlp_ratio=1.0", "model.head_dim=16"]
+from tests.fixtures import TASK_DATA, tiny_model, write_tiny_synthetic
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +33,7 @@ def seg_runs(tmp_path_factory):
     for model in ("sequoia_seg", "softmax_seg"):
         overrides = [f"model={model}", f"data.root={data}", "data.num_points=64", "data.batch_size=16",
                      "data.workers=0", "optim.epochs=1", f"log.out_dir={root / model}", "log.progress=false",
-                     "log.tensorboard=false", *TINY_SEG,
+                     "log.tensorboard=false", *tiny_model(model),
                      *(f"{k}={v}" for k, v in TASK_DATA["part_segmentation"].items())]
         train(load_config(None, overrides))
         runs[model] = root / model / "last.pt"
