@@ -13,7 +13,7 @@ from pointabstract.engine.restored import load_weights
 from pointabstract.models import build_model, upgrade_state_dict
 from pointabstract.models.legacy_keys import REMOVE_IN
 from pointabstract.nn import SABlock
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 _NEW_FFN = {"mlp.norm.": "mlp.0.", "mlp.net.0.": "mlp.1.", "mlp.net.2.": "mlp.3."}
 
