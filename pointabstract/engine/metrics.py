@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..ops import _validate as V
+from .. import _validate as V
 from ..ops import chamfer_distance, knn
 
 __all__ = ["ConfusionMatrix", "capsule_purity", "capsule_purity_naive", "reconstruction_scores"]

@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
 from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
 from ..nn.tree_attention import MODES, SequoiaAttention
-from ..ops import _validate as V
 from ..ops import build_tree
 from .spec import ModelSpec
 

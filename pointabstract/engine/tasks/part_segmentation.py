@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
-from ...ops import _validate as V
 from .base import missing_dataset
 
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
