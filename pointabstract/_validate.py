@@ -108,7 +108,7 @@ def _arrived(value) -> str:
     array by its shape, whose repr can span many lines)."""
     if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim:
         return f"{type(value).__name__} of shape {tuple(value.shape)}"
-    text = " ".join(repr(value).split())
+    text = " ".join(repr(value.item() if isinstance(value, np.generic) else value).split())
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 

@@ -56,6 +56,8 @@ def test_check_positive_refuses(value, error, match):
 def test_check_int_shows_what_arrived_in_one_line():
     with pytest.raises(TypeError, match=r"^k must be an int, got float 2.5$"):
         V.check_int("k", 2.5, low=1)
+    with pytest.raises(TypeError, match=r"^k must be an int, got float32 2.5$"):  # not np.float32(2.5)
+        V.check_int("k", np.float32(2.5), low=1)
     with pytest.raises(TypeError, match=r"^k must be an int, got Tensor of shape \(2,\)$"):
         V.check_int("k", torch.tensor([1, 2]), low=1)
     with pytest.raises(TypeError) as info:
