@@ -328,3 +328,22 @@ def test_each_command_on_a_partial_install_names_its_extras(tmp_path, blocked, e
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (command, err)
         assert err.startswith(f"error: pointabstract {command} needs "), (command, err)
         assert err.endswith(f'pip install "pointabstract[{extras}]"\n'), (command, err)
+
+
+def test_eval_options_of_another_task_are_one_line_naming_option_and_task(tmp_path, capsys):
+    from pointabstract.engine import atomic_save, build_task, load_config, to_flat
+    from pointabstract.models import MODELS, build_model
+
+    name = "capsule_ae_demo_ca"
+    cfg = load_config(None, {"model": name, **{f"model.{k}": v for k, v in MODELS[name].tiny.items()}})
+    net = build_model(cfg.model, **{**cfg.model_args, **build_task(cfg).model_args()})
+    atomic_save({"model": net.state_dict(), "config": to_flat(cfg), "epoch": 1, "task_state": {}}, tmp_path / "ae.pt")
+    for flag, said in [(["--votes", "3"], "votes does not apply to {}, a 'reconstruction' checkpoint (eval options "
+                                          "of the 'reconstruction' task: none)"),
+                       (["--neighbourhoods"], "the neighbourhoods figure does not apply to {}, a 'reconstruction' "
+                                              "checkpoint (figures of the 'reconstruction' task's report: capsules, "
+                                              "viewer)")]:
+        assert main(["eval", str(tmp_path / "ae.pt"), "--out", str(tmp_path / "eval"), *flag]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: {said.format(tmp_path / 'ae.pt')}\n"
+    assert not (tmp_path / "eval").exists()  # refused before anything was evaluated or written

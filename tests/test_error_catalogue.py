@@ -33,34 +33,22 @@ P = torch.rand(2, 64, 3, generator=torch.Generator().manual_seed(0))
 
 
 def _reconstruction(overrides):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
 
-    return task_class("reconstruction")(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
+    return build_task(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
 
 
 def _task(overrides):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
 
     cfg = load_config(None, overrides)
-    return task_class(cfg.task)(cfg)
+    return build_task(cfg)
 
 
 def _metrics():
     from pointabstract.engine import metrics
 
     return metrics
-
-
-def _seg():
-    from pointabstract.engine.tasks import part_segmentation
-
-    return part_segmentation
-
-
-def _rec():
-    from pointabstract.engine.tasks import reconstruction
-
-    return reconstruction
 
 
 def _train_on_broken_files(tmp_path):
@@ -73,11 +61,11 @@ def _train_on_broken_files(tmp_path):
 
 
 def _batches_of_one(overrides, size):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
     from pointabstract.engine.tasks.preflight import check_batch_statistics
 
     cfg = load_config(None, ["model=capsule_ae_demo_dr", *overrides])
-    return check_batch_statistics(cfg, task_class(cfg.task)(cfg), size)
+    return check_batch_statistics(cfg, build_task(cfg), size)
 
 
 def _write(path, text):
@@ -103,13 +91,14 @@ def _run_folder(t):
 
 def _part_batch(n_part=64, category=(0, 0), part=0):
     """A part-segmentation training step on a tiny model, with a batch of 2 shapes of 64 points."""
-    from pointabstract.engine.tasks import part_segmentation, task_class
+    from pointabstract.engine.tasks import build_task, part_segmentation
 
     cfg = load_config(None, ["model=sequoia_seg_demo"])
     batch = {"pos": torch.rand(2, 64, 3), "category": torch.tensor(category),
              "part": torch.full((2, n_part), part, dtype=torch.int64)}
-    assert task_class(cfg.task) is part_segmentation.PartSegmentationTask
-    return task_class(cfg.task)(cfg).step(build_model("sequoia_seg_demo", tiny=True), batch, "cpu")
+    task = build_task(cfg)
+    assert isinstance(task, part_segmentation.PartSegmentationTask)
+    return task.step(build_model("sequoia_seg_demo", tiny=True), batch, "cpu")
 
 
 def _part_layout_missing_shape(tmp_path):
@@ -120,21 +109,33 @@ def _part_layout_missing_shape(tmp_path):
     return data.ShapeNetPart(tmp_path, "train")
 
 
-def _predictor(t, model="centroid_transformer", **flat):
-    """The predictor of an untrained tiny checkpoint of ``model`` (registry tiny size) written under ``t``."""
+def _tiny_checkpoint(t, model="centroid_transformer", **flat):
+    """An untrained checkpoint of ``model`` at its registry tiny size, written to ``t/p.pt``."""
     from pointabstract.engine import to_flat
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
     from pointabstract.models import MODELS
-    from pointabstract.predict import load
     from pointabstract.predict.loading import _adopt_names
 
     cfg = load_config(None, {"model": model, **{f"model.{k}": v for k, v in MODELS[model].tiny.items()}, **flat})
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     state = {"class_names": ["a", "b", "c"]} if cfg.task == "classification" else {}
     _adopt_names(task, cfg, state, "tiny")
     net = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
     atomic_save({"model": net.state_dict(), "config": to_flat(cfg), "epoch": 1, "task_state": state}, t / "p.pt")
-    return load(t / "p.pt")
+    return t / "p.pt"
+
+
+def _predictor(t, model="centroid_transformer", **flat):
+    """The predictor of an untrained tiny checkpoint of ``model`` (registry tiny size) written under ``t``."""
+    from pointabstract.predict import load
+
+    return load(_tiny_checkpoint(t, model, **flat))
+
+
+def _evaluate(path, **kwargs):
+    from pointabstract.engine import evaluate_checkpoint
+
+    return evaluate_checkpoint(path, **kwargs)
 
 
 C48 = np.random.default_rng(0).normal(size=(48, 3)).astype(np.float32)
@@ -189,6 +190,15 @@ ROWS = [
      r"chair.ply: file not found"),
     ("predict: top_k on an autoencoder", lambda t: _predictor(t, "capsule_ae_demo_ca").predict(C48, top_k=3),
      ValueError, r"top_k applies to classification checkpoints; .*p.pt is a 'reconstruction' model"),
+    ("eval: votes on a reconstruction checkpoint",
+     lambda t: _evaluate(_tiny_checkpoint(t, "capsule_ae_demo_ca"), votes=3, out_dir=t / "eval"), ValueError,
+     r"votes does not apply to .*p.pt, a 'reconstruction' checkpoint \(eval options of the 'reconstruction' task: "
+     r"none\)"),
+    ("eval: the neighbourhood figure of a part-segmentation checkpoint",
+     lambda t: _evaluate(_tiny_checkpoint(t, "sequoia_seg_demo", **{"data.dataset": "shapenet_part"}), sections={"neighbourhoods": print},
+                         asked=["neighbourhoods"], out_dir=t / "eval"), ValueError,
+     r"the neighbourhoods figure does not apply to .*p.pt, a 'part_segmentation' checkpoint \(figures of the "
+     r"'part_segmentation' task's report: segmentation, viewer\)"),
     ("predict: zero votes", lambda t: _predictor(t).predict(C48, votes=0), ValueError,
      r"votes must be a positive int, got 0"),
     ("predict: normalize='none' on an autoencoder",
@@ -483,15 +493,15 @@ ROWS = [
      lambda t: _metrics().ConfusionMatrix(3).update(torch.rand(2, 4), torch.tensor([0, 1])), ValueError,
      r"logits must have shape \(B, C\) = \(2, 3\), got \(2, 4\)"),
     ("part IoU: predicted part id out of range",
-     lambda t: _seg().shape_ious(torch.tensor([[6, 50]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     lambda t: _metrics().shape_ious(torch.tensor([[6, 50]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
      r"pred values must lie in \[0, 49\], got values in \[6, 50\]"),
     ("part IoU: prediction and truth of different sizes",
-     lambda t: _seg().shape_ious(torch.tensor([[6, 7, 7]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     lambda t: _metrics().shape_ious(torch.tensor([[6, 7, 7]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
      r"pred must have shape \(B, N\) = \(1, 2\), got \(1, 3\)"),
     ("capsule purity: part id >= num_parts",
-     lambda t: _rec().capsule_purity(P, P, torch.full((2, 64), 4), torch.zeros(64, dtype=torch.int64), num_parts=4),
+     lambda t: _metrics().capsule_purity(P, P, torch.full((2, 64), 4), torch.zeros(64, dtype=torch.int64), num_parts=4),
      ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
-    ("F-score: zero threshold", lambda t: _rec().reconstruction_scores(P, P, threshold=0), ValueError,
+    ("F-score: zero threshold", lambda t: _metrics().reconstruction_scores(P, P, threshold=0), ValueError,
      r"threshold must be a positive finite number, got 0.0"),
     ("train: a NaN in a training file", lambda t: _train_on_broken_files(t), ValueError,
      r"the training set cannot be read, found before training: .*bathtub_0001.txt: non-finite value \(NaN or "

@@ -27,16 +27,16 @@ _DOC = {"sequoia": "Sequoia, sequential (paper)", "sequoia_parallel": "Sequoia, 
 def _build(layer: str, dim: int, heads: int):
     from torch import nn
 
-    from ..models.sequoia import DenseAttentionBlock
     from ..nn.attention import MultiHeadSelfAttention
-    from ..nn.tree_attention import SequoiaAttention
+    from ..nn.blocks import SABlock
+    from ..nn.sequoia_attention import SequoiaAttention
 
     if layer in ("sequoia", "sequoia_parallel"):
         mode = "sequential" if layer == "sequoia" else "parallel"
         return SequoiaAttention(dim, heads=heads, mode=mode)
     if layer == "dense":
-        block = DenseAttentionBlock(dim, heads=heads)
-        return lambda x, pos: block(x)
+        block = SABlock(dim, dim, heads=heads, k=None, knn_space="xyz", act="gelu")  # softmax models
+        return lambda x, pos: block(x, pos)[0]
     if layer == "knn":
         norm, attn = nn.LayerNorm(dim), MultiHeadSelfAttention(dim, heads=heads, k=16, knn_space="xyz")
         mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))

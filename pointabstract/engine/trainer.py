@@ -28,7 +28,7 @@ from .run_dir import (
     remove_stale_temporaries,
 )
 from .sync_bn import convert_sync_batchnorm
-from .tasks import task_class
+from .tasks import build_task
 from .tasks.preflight import check_before_training
 
 __all__ = ["ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader", "train"]
@@ -219,7 +219,7 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
         claim_for_rank(out, overwrite=overwrite, is_main=ctx.is_main)
     ckpt, changes = _resume_from(cfg, out, allow_config_change) if resume else (None, {})
     _seed_everything(cfg.seed)
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
     check_before_training(cfg, task, train_ds, test_ds, world_size=ctx.world_size)  # data, batches of one
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)

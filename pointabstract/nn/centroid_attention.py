@@ -170,7 +170,7 @@ class CentroidAttention(nn.Module):
         for _ in range(self.iters):
             idx = self.neighbours(u, x, pos_u, pos)
             q = self.q(self.norm_u(u)).view(batch, u.shape[1], self.heads, -1)
-            upd, weights = attend(q, kv, idx, normalize=self.normalize)
+            upd, weights = attend(q, kv, idx, normalize=self.normalize, need_weights=return_details)
             u = u + self.out(upd.reshape(batch, u.shape[1], -1)) / self.iters
         u = self.mlp(u)
         if return_details:

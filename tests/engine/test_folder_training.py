@@ -54,11 +54,11 @@ def test_test_fraction_is_checked(shapes):
 
 
 def test_the_task_refuses_a_folder_without_class_folders(tmp_path, monkeypatch):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
     from pointabstract.engine.tasks.base import MissingDatasetError
 
     monkeypatch.setenv("POINTABSTRACT_CACHE", str(tmp_path / "cache"))
     (tmp_path / "flat").mkdir()
     cfg = load_config(None, [f"data.root={tmp_path / 'flat'}", "data.dataset=folder"])
     with pytest.raises(MissingDatasetError, match=r"flat: no class folders"):
-        task_class(cfg.task)(cfg).dataset("train", train=True)
+        build_task(cfg).dataset("train", train=True)

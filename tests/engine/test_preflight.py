@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pointabstract.engine import load_config, train
-from pointabstract.engine.tasks import task_class
+from pointabstract.engine.tasks import build_task
 from pointabstract.engine.tasks.preflight import check_batch_statistics
 from tests.fixtures import TINY_MODEL
 
@@ -56,7 +56,7 @@ def test_a_readable_set_trains(tmp_path):
 
 def _check(model, batch, size, world=1, *extra):
     cfg = load_config(None, [f"model={model}", f"data.batch_size={batch}", *extra])
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     task.class_names = ["a", "b"]  # classification: what the training set would give
     check_batch_statistics(cfg, task, size, world_size=world)
 
@@ -112,7 +112,7 @@ def test_large_file_per_shape_sets_get_the_cheap_check(tmp_path, monkeypatch):
     root = resampled_layout(tmp_path / "data")  # a NaN at line 3 of bathtub_0001.txt
     (root / "airplane" / "airplane_0002.txt").write_text("")
     cfg = load_config(None, [f"data.root={root}", "data.num_points=32"])
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     train_set = task.dataset("train", train=True)
     monkeypatch.setattr(preflight, "MAX_FILES", 4)  # 8 files: only checked to exist and hold bytes
     with pytest.raises(ValueError, match=r"the training set cannot be read, found before training: "

@@ -45,9 +45,11 @@ def test_parameter_names_with_and_without_context_pool():
     assert "blocks.0.block.attn.q.weight" in pooled and "blocks.3.post.map2.bias" in pooled
     seq = build_model("sequoia_seg", tiny=True).state_dict()
     seq_cp = build_model("sequoia_seg", tiny=True, **CP).state_dict()
-    assert not any("pools" in k for k in seq)
-    assert set(seq_cp) - set(seq) == {f"backbone.pools.{i}.{n}" for i in range(2)
-                                      for n in ("map1.weight", "map1.bias", "map2.weight", "map2.bias")}
+    assert not any(".post." in k or ".block." in k for k in seq)  # the same plug point as above
+    assert {k for k in seq_cp if ".post." in k} == {f"backbone.blocks.{i}.post.{n}" for i in range(2)
+                                                   for n in ("map1.weight", "map1.bias", "map2.weight",
+                                                             "map2.bias")}
+    assert {k.replace(".block.", ".", 1) for k in seq_cp if ".post." not in k} == set(seq)
 
 
 def test_off_by_default_and_variant_options_reach_the_module():
@@ -55,7 +57,7 @@ def test_off_by_default_and_variant_options_reach_the_module():
         assert MODELS[name].config().context_pool is False
     model = build_model("sequoia_cls", tiny=True, context_pool=True, context_pool_weights="nonlocal",
                         context_pool_locality="fixed", context_pool_window=3, context_pool_k=6)
-    pool = model.backbone.pools[1]
+    pool = model.backbone.blocks[1].post
     assert (pool.weights, pool.locality, pool.window, pool.k) == ("nonlocal", "fixed", 3, 6)
     with pytest.raises(ValueError, match=r"context_pool options .*locality must be one of .*got .box."):
         build_model("softmax_seg", tiny=True, context_pool=True, context_pool_locality="box")

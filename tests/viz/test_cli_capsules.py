@@ -93,10 +93,12 @@ def test_eval_report_of_an_autoencoder_gains_the_capsule_figure(o3d, ae, tiny_ru
     report = (tmp_path / "report" / "report.md").read_text()
     assert "## Latent capsules" in report and "![capsules](capsules.png)" in report
     assert (tmp_path / "report" / "capsules.png").is_file()
-    assert main_cli._capsule_section(restore(tiny_run[0]), tmp_path) == ("", {})  # classification: none
+    assert "capsules" in restore(ae[0]).task.figures and "capsules" not in restore(tiny_run[0]).task.figures
     code, _, err = _run(capsys, "eval", ae[0], "--out", tmp_path / "r2", "--neighbourhoods", main=main_cli.main)
     assert code == 2
-    _one_error_line(err, "this shows classification runs; this is a 'reconstruction' run")
+    _one_error_line(err, "the neighbourhoods figure does not apply to ")
+    assert "a 'reconstruction' checkpoint (figures of the 'reconstruction' task's report: capsules, viewer)" in err
+    assert not (tmp_path / "r2").exists()
 
 
 def test_view_png_of_an_autoencoder_in_a_fresh_process_without_display(o3d, ae, tmp_path):
