@@ -143,11 +143,11 @@ def test_cuda_on_a_cpu_machine_is_one_line(capsys):
 
 
 def test_bench_ops_checks_arguments_before_running(tmp_path, a_file, capsys):
-    _fails(["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0", capsys)
+    _fails(["bench", "ops", "--repeats", "0"], r"--repeats must be a positive int, got 0", capsys)
     _fails(["bench", "ops", "--quick", "--out", str(a_file / "ops.md")], r"--out .*a_file/ops.md", capsys)
     _fails(["bench", "ops", "--quick", "--out", "/sys/pointabstract-test/ops.md"], r"cannot be written", capsys)
     _fails(["bench", "ops", "--quick", "--out", str(tmp_path)], r"is a folder; give a file name", capsys)
-    _fails(["bench", "models", "--repeats", "0"], r"--repeats must be >= 1, got 0", capsys)
+    _fails(["bench", "models", "--repeats", "0"], r"--repeats must be a positive int, got 0", capsys)
 
 
 @pytest.mark.parametrize("content, pattern", [

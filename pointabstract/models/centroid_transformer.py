@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
 from ..nn.context_pool import ContextPoolOptions
-from ..ops import _validate as V
 from ..ops import gather_points, knn, nearest_upsample
 from .spec import ModelSpec
 

@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
 from ..nn.blocks import BlockStack, PostBlock, SABlock, SequoiaBlock, TreeContext
 from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
 from ..nn.sequoia_attention import MODES
-from ..ops import _validate as V
 from ..ops import build_tree
 from .spec import ModelSpec
 

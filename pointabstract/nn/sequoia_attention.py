@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..ops import _validate as V
+from .. import _validate as V
 from ..ops import build_tree
 from ..ops.gather import take_rows
 from ..ops.tree import PointTree

@@ -83,7 +83,7 @@ def test_arguments_and_bad_values():
     bench.add_arguments(parser)
     args = parser.parse_args(["--seeds", "0"])
     assert args.size == "demo" and args.epochs == 2 and args.tasks == ["seg", "cls"]
-    with pytest.raises(ValueError, match="--seeds must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="--seeds must be a positive int, got 0"):
         bench.main(args)
     with pytest.raises(ValueError, match="--real-data-only needs --real-data ROOT"):
         bench.main(parser.parse_args(["--real-data-only"]))

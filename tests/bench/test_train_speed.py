@@ -52,6 +52,6 @@ def test_main_writes_the_records_with_a_profile(root, tmp_path, monkeypatch, cap
 
 def test_zero_repeats_are_refused_before_any_work(tmp_path):
     args = argparse.Namespace(configs=["demo"], repeats=0, profile=False, data=None, results=str(tmp_path))
-    with pytest.raises(ValueError, match=r"--repeats must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"--repeats must be a positive int, got 0"):
         main(args)
     assert not list(tmp_path.iterdir())

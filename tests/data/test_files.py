@@ -312,7 +312,7 @@ def test_sampling_is_seeded_and_binary_ascii_give_the_same_samples(tmp_path):
 
 def test_sample_shape_refuses_bad_n_and_flat_meshes(tmp_path):
     shape = read_shape(write_off_box(tmp_path / "a.off"))
-    with pytest.raises(ValueError, match=r"n must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"n must be a positive int, got 0"):
         sample_shape(shape, 0, rng=np.random.default_rng(0))
     (tmp_path / "flat.obj").write_text("v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n")
     with pytest.raises(ShapeFileError, match=r"flat\.obj: mesh has no triangle of positive finite area"):

@@ -62,12 +62,12 @@ def test_png_of_an_autoencoder_titles_input_and_reconstruction(o3d, ae, tmp_path
     (["--compare", "x.pt"], "--compare needs --figure OUT.png"),
     (["--block", "1"], "--block applies to classification checkpoints; "),
     (["--k", "4"], "--k applies to classification checkpoints; "),
-    (["--capsule", "4"], "capsule must be an int in [0, 4) (this model has 4 latent capsules), got 4"),
+    (["--capsule", "4"], "capsule must be an int in [0, 3] (this model has 4 latent capsules), got 4"),
     (["--color", "neighbours"], "coloring must be one of ['capsule', 'capsules', 'parts'] for an autoencoder"),
     (["--layout", "xyz"], "layout must be one of ['side_by_side', 'input', 'reconstruction']"),
     (["--keys", "N P"], "keys ['P'] are not in the key map of a reconstruction run"),
     (["--keys", "N Z"], "keys ['Z'] are not in the key map"),
-    (["--index", "16"], "index 16 is out of range"),
+    (["--index", "16"], "index must be an int in [0, 15] (the test split"),
 ])
 def test_bad_arguments_on_an_autoencoder_exit_2_with_one_line(ae, tmp_path, capsys, extra, match):
     code, _, err = _run(capsys, ae[0], "--png", tmp_path / "v.png", *extra)

@@ -41,7 +41,7 @@ def test_errors():
     with pytest.raises(ValueError, match=r"this model has no ContextPool \(train it with model.context_pool=true\)"):
         context_pool_colors(plain, lambda: plain(pos), 0)
     model = _model()
-    with pytest.raises(ValueError, match=r"block must be an int in \[0, 4\) for this model, got 4"):
+    with pytest.raises(ValueError, match=r"block must be an int in \[-4, 3\] for this model, got 4"):
         context_pool_colors(model, lambda: model(pos), 4)
     with pytest.raises(ValueError, match=r"ContextPool 0 did not run"):
         context_pool_colors(model, lambda: None, 0)

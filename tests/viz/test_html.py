@@ -194,7 +194,7 @@ def test_view_html_takes_the_views_options(html_runs, tmp_path, capsys):
     (["--capsule", "1"], r"--capsule applies to reconstruction checkpoints; .* is a 'classification' run"),
     (["--color", "distance"], r"coloring must be one of \['neighbours', 'predicted', 'true', 'part'\] in the page"),
     (["--samples", "0"], r"samples must be a positive int, got 0"),
-    (["--index", "99"], r"index 99 is out of range: the test split has 16 samples"),
+    (["--index", "99"], r"index must be an int in \[0, 15\] \(the test split has 16 samples\), got 99"),
 ])
 def test_view_html_refuses_in_one_line(html_runs, tmp_path, capsys, extra, pattern):
     assert main(["view", str(html_runs["classification"][0]), "--html", str(tmp_path / "v.html"), *extra]) == 2

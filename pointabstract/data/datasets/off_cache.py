@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from .folder_cache import cache_folder
 from .off import find_meshes, sample_mesh
 
@@ -117,8 +118,7 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     from tqdm.auto import tqdm
 
     folder = Path(folder)
-    if mesh_points < 1:
-        raise ValueError(f"mesh_points must be >= 1, got {mesh_points}")
+    V.check_int("mesh_points", mesh_points, low=1)
     files = find_meshes(folder, split)
     if not files:
         raise ValueError(f"{folder}: no <class>/{split}/*.off mesh found (extension in any case)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...ops import _validate as V
+from ... import _validate as V
 from ..distributed import all_reduce_sum
 
 __all__ = ["ConfusionMatrix"]

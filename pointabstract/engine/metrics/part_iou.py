@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
-from ...ops import _validate as V
 from ..distributed import all_reduce_sum
 
 __all__ = ["PART_MASK", "PartIoU", "check_part_labels", "restrict_to_category", "shape_ious",

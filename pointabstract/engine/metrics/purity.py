@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ...ops import _validate as V
+from ... import _validate as V
 from ...ops import knn
 from ..distributed import all_reduce_sum
 from .reconstruction import check_clouds

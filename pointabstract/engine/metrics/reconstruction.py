@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from ...ops import _validate as V
+from ... import _validate as V
 from ...ops import chamfer_distance
 from ..distributed import all_reduce_sum
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
-from ...ops import _validate as V
 from ..metrics import PartIoU, check_part_labels, restrict_to_category, shape_ious, shape_ious_naive
 from ..plots import plot_part_ious
 from .base import check_dataset, check_settings_type, missing_dataset

@@ -44,7 +44,7 @@ def test_core13_layout_splits_80_20_and_samples_at_random(tmp_path):
         ShapeNetCore(tmp_path, "train", categories="boat")
     with pytest.raises(ValueError, match=r"\['mug'\] are not ShapeNetCore13 categories"):
         ShapeNetCore(tmp_path, "train", categories=["mug", "airplane"])
-    with pytest.raises(ValueError, match="split must be 'train' or 'test' for the PLY layout"):
+    with pytest.raises(ValueError, match=r"split must be one of \['train', 'test'\] for the PLY layout, got"):
         ShapeNetCore(tmp_path, "val")
     (folder / "12345678" / "ply").mkdir(parents=True)
     with pytest.raises(ValueError, match=r"12345678: unknown synset folder"):

@@ -95,14 +95,14 @@ def test_sample_shape_returns_a_sample_dict():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(train_per_class=0), "train_per_class must be an int >= 1"),
-    (dict(test_per_class=1.5), "test_per_class must be an int >= 1"),
+    (dict(train_per_class=0), "train_per_class must be a positive int, got 0"),
+    (dict(test_per_class=1.5), "test_per_class must be an int, got float 1.5"),
     (dict(num_points=0), "num_points must be an int >= 2"),
     (dict(seed=-1), "seed must be an int >= 0"),
-    (dict(val_fraction=1.0), r"val_fraction must be in \[0, 1\)"),
-    (dict(workers=0), "workers must be an int >= 1"),
-    (dict(level="medium"), r"level must be one of \('easy', 'hard'\), got 'medium'"),
-    (dict(rotation="x"), r"rotation must be one of \('up', 'so3'\), got 'x'"),
+    (dict(val_fraction=1.0), r"val_fraction must be a finite number in \[0.0, 1.0\), got 1.0"),
+    (dict(workers=0), "workers must be a positive int, got 0"),
+    (dict(level="medium"), r"level must be one of \['easy', 'hard'\], got 'medium'"),
+    (dict(rotation="x"), r"rotation must be one of \['up', 'so3'\], got 'x'"),
     (dict(nuisances=Nuisances()), "nuisances apply to level='hard' only, got level='easy'"),
     (dict(level="hard", nuisances=("partial",)), "nuisances must be a Nuisances or None, got tuple"),
 ])

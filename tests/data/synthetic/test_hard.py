@@ -58,10 +58,10 @@ def test_same_generator_same_shape_and_so3_turns_it():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(label=40), ValueError, r"label must be an int in \[0, 40\), got 40"),
-    (dict(label=True), ValueError, "label must be an int"),
+    (dict(label=40), ValueError, r"label must be an int in \[0, 39\], got 40"),
+    (dict(label=True), TypeError, "label must be an int, got bool True"),
     (dict(num_points=0), ValueError, "num_points must be a positive int, got 0"),
-    (dict(rotation_mode="z"), ValueError, r"rotation_mode must be one of \('up', 'so3'\), got 'z'"),
+    (dict(rotation_mode="z"), ValueError, r"rotation_mode must be one of \['up', 'so3'\], got 'z'"),
     (dict(nuisances={"partial": False}), TypeError, "nuisances must be a Nuisances, got dict"),
 ])
 def test_bad_arguments_are_refused(kwargs, error, match):
