@@ -162,7 +162,7 @@ def test_bad_input_names_pos():
         model(torch.rand(2, 40, 2))
     with pytest.raises(ValueError, match=r"pos holds NaN or Inf values"):
         model(torch.full((2, 40, 3), float("nan")))
-    with pytest.raises(ValueError, match="pos must hold at least 8 points per cloud, got N = 3"):
+    with pytest.raises(ValueError, match=r"pos must hold at least one cloud of at least 8 points, got \(2, 3, 3\)"):
         model(torch.rand(2, 3, 3))
     with pytest.raises(TypeError, match="pos must be a floating-point tensor"):
         model(torch.ones(2, 40, 3, dtype=torch.int64))
