@@ -285,7 +285,7 @@ ROWS = [
      lambda t: ContextPool(8, k=4)(torch.rand(2, 64, 5), P), ValueError,
      r"x must have shape \(B, N, C\) = \(2, 64, 8\) matching pos \(2, 64, 3\), got \(2, 64, 5\)"),
     ("build_model: zero heads", lambda t: build_model("centroid_transformer", heads=0), ValueError,
-     r"heads must be a positive integer, got 0"),
+     r"heads must be a positive int, got 0"),
     ("centroid_transformer: unbatched pos",
      lambda t: build_model("centroid_transformer", tiny=True)(torch.rand(64, 3)), ValueError,
      r"pos must have shape \(B, N, 3\), got \(64, 3\)"),
@@ -297,7 +297,7 @@ ROWS = [
      r"pos must have shape \(B, N, 3\), got \(1, 64, 2\)"),
     ("sequoia_seg_demo: category out of range",
      lambda t: build_model("sequoia_seg_demo", tiny=True)(torch.rand(1, 64, 3), torch.tensor([16])),
-     ValueError, r"category"),
+     ValueError, r"category values must lie in \[0, 15\], got values in \[16, 16\]"),
     # --- transforms and loaders --------------------------------------------------------------
     ("ModelNet40: no dataset at root", lambda t: data.ModelNet40(t / "nothing", "train"), LayoutNotFoundError,
      r"no ModelNet layout found under .*nothing; looked for:"),

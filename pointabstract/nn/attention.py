@@ -253,10 +253,8 @@ class MultiHeadSelfAttention(nn.Module):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
-        if k is not None and k <= 0:
-            raise ValueError(f"k must be positive or None, got {k}")
-        if knn_space not in ("feature", "xyz"):
-            raise ValueError(f"knn_space must be 'feature' or 'xyz', got {knn_space!r}")
+        V.check_int("k", k, low=1, allow_none=True, note=" (full attention)")
+        V.check_choice("knn_space", knn_space, ("feature", "xyz"))
         self.heads, self.k, self.knn_space = heads, k, knn_space
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)

@@ -50,8 +50,7 @@ def squash(s: torch.Tensor, dim: int = -1, *, eps: float = 1e-8) -> torch.Tensor
     if not isinstance(s, torch.Tensor) or not s.is_floating_point():
         raise TypeError(f"s must be a floating-point tensor, got {type(s).__name__} "
                         f"{getattr(s, 'dtype', '')}")
-    if eps <= 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
+    V.check_positive("eps", eps)
     n2 = (s * s).sum(dim, keepdim=True)
     return s * (n2 / ((1 + n2) * torch.sqrt(n2 + eps)))
 

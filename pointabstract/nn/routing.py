@@ -136,9 +136,7 @@ class EMRouting(_VoteRouting):
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *, iters: int = 3,
                  inverse_temperature: float = 1.0, eps: float = 1e-4):
         super().__init__(in_caps, in_dim, out_caps, out_dim, iters)
-        if eps <= 0:
-            raise ValueError(f"eps must be > 0, got {eps}")
-        self.inverse_temperature, self.eps = inverse_temperature, eps
+        self.inverse_temperature, self.eps = inverse_temperature, V.check_positive("eps", eps)
         self.beta_v = nn.Parameter(torch.zeros(out_caps))
         self.beta_a = nn.Parameter(torch.zeros(out_caps))
         self.last_activations = None

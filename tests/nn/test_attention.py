@@ -46,8 +46,10 @@ def test_centroid_normalisation_sums_to_one_per_input(with_idx):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="dim must be divisible by heads"):
         MultiHeadSelfAttention(10, heads=4)
-    with pytest.raises(ValueError, match="knn_space must be 'feature' or 'xyz'"):
+    with pytest.raises(ValueError, match=r"knn_space must be one of \['feature', 'xyz'\], got 'uv'"):
         MultiHeadSelfAttention(8, heads=2, k=3, knn_space="uv")
+    with pytest.raises(ValueError, match=r"k must be a positive int or None \(full attention\), got 0"):
+        MultiHeadSelfAttention(8, heads=2, k=0)
     with pytest.raises(ValueError, match="pos is required"):
         MultiHeadSelfAttention(8, heads=2, k=3, knn_space="xyz")(cloud(1, 5, 8))
 

@@ -120,6 +120,11 @@ def test_routings_reject_bad_input(cls):
         cls(P, D, L, DO, iters=2.0)
 
 
+def test_em_routing_rejects_a_non_positive_eps():
+    with pytest.raises(ValueError, match="eps must be a positive finite number, got 0.0"):
+        EMRouting(P, D, L, DO, eps=0.0)
+
+
 def test_centroid_routing_rejects_unknown_init():
     with pytest.raises(ValueError, match=r"init must be one of \['linear', 'soft_average'\], got 'fps'"):
         CentroidRouting(P, D, L, DO, init="fps")
