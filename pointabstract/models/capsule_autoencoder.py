@@ -155,6 +155,10 @@ class CapsuleAutoencoder(nn.Module):
     def __init__(self, cfg: CapsuleAutoencoderConfig):
         super().__init__()
         V.check_choice("routing", cfg.routing, ROUTINGS)
+        for name in ("primary_caps", "primary_dim", "latent_caps", "latent_dim", "num_points", "iters",
+                     "heads", "chunk"):  # named as in the config, before the layers name their own
+            V.check_int(name, getattr(cfg, name), low=1)
+        V.check_int("decoders", cfg.decoders, low=0)
         if cfg.num_points < cfg.latent_caps:
             raise ValueError(f"num_points ({cfg.num_points}) must be at least latent_caps "
                              f"({cfg.latent_caps})")

@@ -74,8 +74,8 @@ class CentroidTransformer(nn.Module):
             raise ValueError(f"every block width must be divisible by heads = {cfg.heads}, got widths "
                              f"{tuple(cfg.widths)}")
         V.check_int("k", cfg.k, low=1, allow_none=True, note=" (full attention)")
-        if not all(0 < r <= 1 for r in cfg.ratios):
-            raise ValueError(f"ratios must lie in (0, 1], got {tuple(cfg.ratios)}")
+        for i, ratio in enumerate(cfg.ratios):
+            V.check_float(f"ratios[{i}]", ratio, low=0.0, low_open=True, high=1.0)
         self.cfg = cfg
         w = cfg.widths
         self.embed = nn.Sequential(
