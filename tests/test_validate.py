@@ -201,3 +201,14 @@ def test_check_cloud_min_points():
     with pytest.raises(ValueError, match=r"pos must hold at least one cloud of at least one point, "
                                          r"got \(2, 0, 3\)"):
         V.check_cloud("pos", torch.rand(2, 0, 3))
+
+
+def test_check_shape_any_size_is_written_as_its_letter():
+    u = torch.rand(2, 7, 4)
+    assert V.check_shape("u", u, (None, 7, 4), "(B, P, D)") is u
+    with pytest.raises(ValueError, match=r"^u must have shape \(B, P, D\) = \(B, 7, 4\), got \(2, 6, 4\)$"):
+        V.check_shape("u", torch.rand(2, 6, 4), (None, 7, 4), "(B, P, D)")
+    with pytest.raises(ValueError, match=r"^u must have shape \(B, P, D\) = \(B, 7, 4\), got \(7, 4\)$"):
+        V.check_shape("u", torch.rand(7, 4), (None, 7, 4), "(B, P, D)")
+    with pytest.raises(ValueError, match=r"^b must have shape \(B,\) = \(3,\), got \(2,\)$"):
+        V.check_shape("b", torch.rand(2), (3,), "(B,)")

@@ -45,7 +45,7 @@ class _VoteRouting(nn.Module):
 
     def votes(self, u: torch.Tensor) -> torch.Tensor:
         """u: (B, P, D) -> predictions of every latent capsule from every primary one (B, L, P, D')."""
-        V.check_shape("u", u, (V.batch_size(u, 3, None), self.in_caps, self.in_dim), "(B, P, D)")
+        V.check_shape("u", u, (None, self.in_caps, self.in_dim), "(B, P, D)")
         return torch.einsum("lpod,bpd->blpo", self.weight, u)
 
 
@@ -239,7 +239,7 @@ class CentroidRouting(nn.Module):
                                            num_inputs=in_caps, norm=norm)
 
     def forward(self, u: torch.Tensor):
-        V.check_shape("u", u, (V.batch_size(u, 3, None), self.in_caps, self.in_dim), "(B, P, D)")
+        V.check_shape("u", u, (None, self.in_caps, self.in_dim), "(B, P, D)")
         pos = u.new_zeros(u.shape[0], u.shape[1], 3)  # capsules have no position
         v, _, details = self.attention(u, pos, return_details=True)
         weights = details["weights"]  # (B, L, P, H)

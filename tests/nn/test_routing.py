@@ -108,9 +108,9 @@ def test_centroid_routing_uses_the_papers_setting():
 @pytest.mark.parametrize("cls", [DynamicRouting, EMRouting, CentroidRouting])
 def test_routings_reject_bad_input(cls):
     module = cls(P, D, L, DO, iters=2)
-    with pytest.raises(ValueError, match=r"u must have shape \(B, P, D\) = \(2, 7, 4\), got \(2, 6, 4\)"):
+    with pytest.raises(ValueError, match=r"u must have shape \(B, P, D\) = \(B, 7, 4\), got \(2, 6, 4\)"):
         module(torch.randn(2, 6, 4))
-    with pytest.raises(ValueError, match=r"u must have shape \(B, P, D\) = \(0, 7, 4\), got \(7, 4\)"):
+    with pytest.raises(ValueError, match=r"u must have shape \(B, P, D\) = \(B, 7, 4\), got \(7, 4\)"):
         module(torch.randn(P, D))
     with pytest.raises(TypeError, match="u must be a floating-point tensor, got dtype torch.int64"):
         module(torch.ones(2, P, D, dtype=torch.int64))
