@@ -21,10 +21,11 @@ import torch
 
 
 def check_cloud(name: str, x, *, dim: int | None = 3, allow_empty: bool = False,
-                finite: bool = True) -> torch.Tensor:
+                min_points: int = 1, finite: bool = True) -> torch.Tensor:
     """Check a batched cloud or feature tensor ``(B, N, C)`` (``C == dim`` when ``dim`` is set).
 
-    ``finite`` also refuses NaN / Inf values (one pass over the data).
+    Unless ``allow_empty``, B >= 1 and N >= ``min_points`` (a model whose layers need a few
+    points per cloud raises it). ``finite`` also refuses NaN / Inf values (one pass over the data).
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -37,8 +38,9 @@ def check_cloud(name: str, x, *, dim: int | None = 3, allow_empty: bool = False,
         raise ValueError(f"{name} must have shape (B, N, {dim}), got {tuple(x.shape)}")
     if x.shape[-1] == 0:
         raise ValueError(f"{name} must have at least one channel, got {tuple(x.shape)}")
-    if not allow_empty and (x.shape[0] == 0 or x.shape[1] == 0):
-        raise ValueError(f"{name} must hold at least one cloud of at least one point, "
+    if not allow_empty and (x.shape[0] == 0 or x.shape[1] < max(min_points, 1)):
+        points = "one point" if min_points <= 1 else f"{min_points} points"
+        raise ValueError(f"{name} must hold at least one cloud of at least {points}, "
                          f"got {tuple(x.shape)}")
     if finite:
         finite_extent(name, x)
@@ -222,14 +224,18 @@ def _shape_text(shape: tuple) -> str:
 
 def check_shape(name: str, x, shape: tuple, letters: str, *, floating: bool = True) -> torch.Tensor:
     """Check a tensor of exactly ``shape`` (written ``letters``, e.g. ``"(B, C)"``), floating
-    point when ``floating``; e.g. ``logits must have shape (B, C) = (4, 10), got (4, 9)``."""
+    point when ``floating``; e.g. ``logits must have shape (B, C) = (4, 10), got (4, 9)``.
+    A ``None`` in ``shape`` accepts any size and is written as its letter: ``(None, 7, 4)``
+    with ``"(B, P, D)"`` gives ``u must have shape (B, P, D) = (B, 7, 4), got (7, 4)``."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if floating and not x.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
-    if tuple(x.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {letters} = {_shape_text(tuple(shape))}, "
-                         f"got {tuple(x.shape)}")
+    shape = tuple(shape)
+    if x.dim() != len(shape) or any(s is not None and s != n for s, n in zip(shape, x.shape)):
+        names = letters.strip("()").split(", ")
+        want = tuple(names[i] if s is None else s for i, s in enumerate(shape))
+        raise ValueError(f"{name} must have shape {letters} = {_shape_text(want)}, got {tuple(x.shape)}")
     return x
 
 

@@ -187,3 +187,28 @@ def test_check_ids_labels_in_a_range():
         V.check_ids("label", labels.int(), (3,), "(B,)")
     with pytest.raises(ValueError, match=r"^part values must be >= -1, got values in \[-2, 0\]$"):
         V.check_ids("part", torch.tensor([[0, -2]]), (1, 2), "(B, N)", low=-1)
+
+
+def test_check_cloud_min_points():
+    pos = torch.rand(2, 8, 3)
+    assert V.check_cloud("pos", pos, min_points=8) is pos
+    with pytest.raises(ValueError, match=r"pos must hold at least one cloud of at least 8 points, "
+                                         r"got \(2, 4, 3\)"):
+        V.check_cloud("pos", torch.rand(2, 4, 3), min_points=8)
+    with pytest.raises(ValueError, match=r"pos must hold at least one cloud of at least 8 points, "
+                                         r"got \(0, 64, 3\)"):
+        V.check_cloud("pos", torch.rand(0, 64, 3), min_points=8)
+    with pytest.raises(ValueError, match=r"pos must hold at least one cloud of at least one point, "
+                                         r"got \(2, 0, 3\)"):
+        V.check_cloud("pos", torch.rand(2, 0, 3))
+
+
+def test_check_shape_any_size_is_written_as_its_letter():
+    u = torch.rand(2, 7, 4)
+    assert V.check_shape("u", u, (None, 7, 4), "(B, P, D)") is u
+    with pytest.raises(ValueError, match=r"^u must have shape \(B, P, D\) = \(B, 7, 4\), got \(2, 6, 4\)$"):
+        V.check_shape("u", torch.rand(2, 6, 4), (None, 7, 4), "(B, P, D)")
+    with pytest.raises(ValueError, match=r"^u must have shape \(B, P, D\) = \(B, 7, 4\), got \(7, 4\)$"):
+        V.check_shape("u", torch.rand(7, 4), (None, 7, 4), "(B, P, D)")
+    with pytest.raises(ValueError, match=r"^b must have shape \(B,\) = \(3,\), got \(2,\)$"):
+        V.check_shape("b", torch.rand(2), (3,), "(B,)")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import _validate as V
 from ..models import MODELS, model_config, model_task
 
 __all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "check_config", "load_config",
@@ -226,40 +227,32 @@ def _from_flat(flat: dict) -> RunConfig:
     return cfg
 
 
-def _require(ok: bool, key: str, rule: str, value) -> None:
-    if not ok:
-        raise ValueError(f"{key} must be {rule}, got {value!r}")
-
-
 def check_config(cfg: RunConfig) -> None:
     """The one place where the values of the typed sections are checked (types are checked as
-    they are read): a ValueError naming the key, the rule and what arrived."""
-    import math
+    they are read): a ValueError naming the key, the rule and what arrived, in the wording of
+    :mod:`pointabstract._validate`."""
     import re
 
     d, o, g = cfg.data, cfg.optim, cfg.log
-    _require(re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.device)) is not None, "device",
-             "auto, cpu, cuda or cuda:N", cfg.device)
-    _require(cfg.seed >= 0, "seed", ">= 0", cfg.seed)
-    _require(d.num_points >= 1, "data.num_points", ">= 1", d.num_points)
-    _require(d.sampling in ("first", "random", "fps"), "data.sampling", "first, random or fps", d.sampling)
-    _require(d.batch_size >= 1, "data.batch_size", ">= 1", d.batch_size)
-    _require(d.eval_batch_size >= 1, "data.eval_batch_size", ">= 1", d.eval_batch_size)
-    _require(d.workers >= 0, "data.workers", ">= 0", d.workers)
-    _require(0 < d.test_fraction < 1, "data.test_fraction", "in (0, 1)", d.test_fraction)
-    _require(o.epochs >= 1, "optim.epochs", ">= 1", o.epochs)
-    _require(o.max_steps >= 0, "optim.max_steps", ">= 0 (0: no step budget)", o.max_steps)
-    _require(o.optimizer in ("adam", "adamw"), "optim.optimizer", "adam or adamw", o.optimizer)
-    _require(o.schedule in ("step", "cosine"), "optim.schedule", "step or cosine", o.schedule)
-    _require(math.isfinite(o.lr) and o.lr > 0, "optim.lr", "positive and finite", o.lr)
-    _require(math.isfinite(o.weight_decay) and o.weight_decay >= 0, "optim.weight_decay", ">= 0 and finite",
-             o.weight_decay)
-    _require(o.step_size >= 1, "optim.step_size", ">= 1", o.step_size)
-    _require(0 < o.gamma <= 1, "optim.gamma", "in (0, 1]", o.gamma)
-    _require(math.isfinite(o.grad_clip) and o.grad_clip >= 0, "optim.grad_clip", ">= 0 and finite (0: off)",
-             o.grad_clip)
-    _require(g.eval_every >= 1, "log.eval_every", ">= 1", g.eval_every)
-    _require(bool(str(g.out_dir).strip()), "log.out_dir", "a folder", g.out_dir)
+    if re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.device)) is None:
+        raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
+    V.check_int("seed", cfg.seed, low=0)
+    for key, value in (("data.num_points", d.num_points), ("data.batch_size", d.batch_size),
+                       ("data.eval_batch_size", d.eval_batch_size), ("optim.epochs", o.epochs),
+                       ("optim.step_size", o.step_size), ("log.eval_every", g.eval_every)):
+        V.check_int(key, value, low=1)
+    V.check_int("data.workers", d.workers, low=0)
+    V.check_int("optim.max_steps", o.max_steps, low=0, note=" (0: no step budget)")
+    V.check_choice("data.sampling", d.sampling, ("first", "random", "fps"))
+    V.check_choice("optim.optimizer", o.optimizer, ("adam", "adamw"))
+    V.check_choice("optim.schedule", o.schedule, ("step", "cosine"))
+    V.check_float("data.test_fraction", d.test_fraction, low=0.0, low_open=True, high=1.0, high_open=True)
+    V.check_positive("optim.lr", o.lr)
+    V.check_float("optim.weight_decay", o.weight_decay, low=0.0)
+    V.check_float("optim.gamma", o.gamma, low=0.0, low_open=True, high=1.0)
+    V.check_float("optim.grad_clip", o.grad_clip, low=0.0)  # 0: off
+    if not str(g.out_dir).strip():
+        raise ValueError(f"log.out_dir must be a folder, got {g.out_dir!r}")
 
 
 # keys of checkpoints written before task settings had their own section
@@ -302,7 +295,8 @@ def _coerce(key: str, fld: dataclasses.Field, value):
             pass
     if default is not None and not isinstance(default, tuple) and not isinstance(value, type(default)) \
             and not (value is None and "None" in str(fld.type)):
-        raise ValueError(f"{key} must be a {type(default).__name__}, got {value!r}")
+        kind = type(default).__name__
+        raise ValueError(f"{key} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}, got {value!r}")
     return value
 
 

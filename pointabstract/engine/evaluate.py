@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from .. import _validate as V
 from .report import write_report
 from .restored import Restored, restore
 from .trainer import ShardSampler, make_loader
@@ -53,9 +54,7 @@ def evaluate_checkpoint(path: str | Path, *, data_root: str | None = None, out_d
     if workers is not None:
         overrides["data.workers"] = workers
     if votes is not None:
-        if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
-            raise ValueError(f"votes must be a positive integer, got {votes!r}")
-        options["votes"] = votes
+        options["votes"] = V.check_int("votes", votes, low=1)
     if sections is not None and not isinstance(sections, Mapping):
         raise TypeError(f"sections must map figure names to builders ({{name: builder}}), got "
                         f"{type(sections).__name__}")

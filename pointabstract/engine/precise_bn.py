@@ -9,6 +9,8 @@ import contextlib
 
 import torch
 
+from .. import _validate as V
+
 __all__ = ["recalibrate_batchnorm"]
 
 
@@ -35,8 +37,8 @@ def recalibrate_batchnorm(model, dataset, *, batches: int, batch_size: int, seed
     """
     from ..data import collate
 
-    if batches < 1 or batch_size < 1:
-        raise ValueError(f"batches and batch_size must be >= 1, got {batches} and {batch_size}")
+    V.check_int("batches", batches, low=1)
+    V.check_int("batch_size", batch_size, low=1)
     # nn BatchNorm layers, and modules keeping BatchNorm statistics of their own the same way
     # (PrimaryPointCapsules): a reset_running_stats method and a momentum that may be None
     norms = [m for m in model.modules() if hasattr(m, "reset_running_stats") and hasattr(m, "momentum")

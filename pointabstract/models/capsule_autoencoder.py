@@ -127,15 +127,6 @@ class PatchDecoder(nn.Module):
         return x.reshape(batch, caps * s, 3)
 
 
-def _check_pos(pos) -> None:
-    """(B, N, 3) floating point, B >= 1, N >= MIN_POINTS, finite (an empty batch would fail deep
-    inside the routing's reshapes)."""
-    V.check_cloud("pos", pos, finite=False)
-    if pos.shape[1] < MIN_POINTS:
-        raise ValueError(f"pos must hold at least {MIN_POINTS} points per cloud, got N = {pos.shape[1]}")
-    V.finite_extent("pos", pos)
-
-
 class DecoderNoiseSeed:
     """A transform adding ``noise_seed``, an int in [0, 2^63), drawn from the sample's
     generator: the seed of the decoder's training samples of this cloud (module docstring).
@@ -157,19 +148,17 @@ class DecoderNoiseSeed:
         return "DecoderNoiseSeed()"
 
 
-def _check_noise_seed(noise_seed, batch: int) -> None:
-    if noise_seed is not None:
-        V.check_ids("noise_seed", noise_seed, (batch,), "(B,)")
-
-
 class CapsuleAutoencoder(nn.Module):
     """Point-capsule autoencoder; see the module docstring. Build from a
     :class:`CapsuleAutoencoderConfig` (or by registry name)."""
 
     def __init__(self, cfg: CapsuleAutoencoderConfig):
         super().__init__()
-        if cfg.routing not in ROUTINGS:
-            raise ValueError(f"routing must be one of {list(ROUTINGS)}, got {cfg.routing!r}")
+        V.check_choice("routing", cfg.routing, ROUTINGS)
+        for name in ("primary_caps", "primary_dim", "latent_caps", "latent_dim", "num_points", "iters",
+                     "heads", "chunk"):  # named as in the config, before the layers name their own
+            V.check_int(name, getattr(cfg, name), low=1)
+        V.check_int("decoders", cfg.decoders, low=0)
         if cfg.num_points < cfg.latent_caps:
             raise ValueError(f"num_points ({cfg.num_points}) must be at least latent_caps "
                              f"({cfg.latent_caps})")
@@ -185,7 +174,7 @@ class CapsuleAutoencoder(nn.Module):
 
     def encode(self, pos: torch.Tensor):
         """pos (B, N, 3) -> latent capsules (B, L, D'), assignments (B, P, L), primary (B, P, D)."""
-        _check_pos(pos)
+        V.check_cloud("pos", pos, min_points=MIN_POINTS)  # an empty batch would fail in the routing
         primary = self.primary(pos)
         v, assignments = self.routing(primary)
         return v, assignments, primary
@@ -200,7 +189,8 @@ class CapsuleAutoencoder(nn.Module):
         (``num_points`` // L): each latent capsule decodes the same number of points, so the
         12-capsule models give 12 x 170 = 2,040 points for 2,048 (the paper's Fig. 5 caption)."""
         v, assignments, primary = self.encode(pos)
-        _check_noise_seed(noise_seed, pos.shape[0])
+        if noise_seed is not None:
+            V.check_ids("noise_seed", noise_seed, (pos.shape[0],), "(B,)")
         out = {"points": self.decoder(v, noise_seed=noise_seed), "capsules": v,
                "capsule_index": self.capsule_index, "assignments": assignments}
         if return_features:

@@ -69,15 +69,13 @@ class CentroidTransformer(nn.Module):
             raise ValueError(f"widths must list {2 * max(pairs, 1)} block widths and ratios {max(pairs, 1)} "
                              f"ratios, got {tuple(cfg.widths)} and {tuple(cfg.ratios)} (one ratio per SA, CA "
                              "pair of blocks)")
-        if isinstance(cfg.heads, bool) or not isinstance(cfg.heads, int) or cfg.heads < 1:
-            raise ValueError(f"heads must be a positive integer, got {cfg.heads!r}")
+        V.check_int("heads", cfg.heads, low=1)
         if any(w % cfg.heads for w in cfg.widths):
             raise ValueError(f"every block width must be divisible by heads = {cfg.heads}, got widths "
                              f"{tuple(cfg.widths)}")
-        if cfg.k is not None and (isinstance(cfg.k, bool) or not isinstance(cfg.k, int) or cfg.k < 1):
-            raise ValueError(f"k must be a positive integer or None (full attention), got {cfg.k!r}")
-        if not all(0 < r <= 1 for r in cfg.ratios):
-            raise ValueError(f"ratios must lie in (0, 1], got {tuple(cfg.ratios)}")
+        V.check_int("k", cfg.k, low=1, allow_none=True, note=" (full attention)")
+        for i, ratio in enumerate(cfg.ratios):
+            V.check_float(f"ratios[{i}]", ratio, low=0.0, low_open=True, high=1.0)
         self.cfg = cfg
         w = cfg.widths
         self.embed = nn.Sequential(
@@ -136,12 +134,7 @@ class CentroidTransformer(nn.Module):
         """
         V.check_cloud("pos", pos)
         if self.cfg.in_channels:
-            if features is None:
-                raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}), got None")
-            V.check_cloud("features", features, dim=self.cfg.in_channels)
-            if features.shape[:2] != pos.shape[:2]:
-                raise ValueError(f"features must have shape (B, N, {self.cfg.in_channels}) matching pos "
-                                 f"{tuple(pos.shape)}, got {tuple(features.shape)}")
+            V.check_features("features", features, pos, channels=self.cfg.in_channels)
         x = self.embed_points(pos, features if self.cfg.in_channels else None)
         blocks = self.blocks(x, pos)[2]["blocks"]
         fused = torch.cat([b["features"] if b["pos"] is pos else

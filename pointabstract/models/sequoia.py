@@ -81,12 +81,9 @@ class SequoiaBackbone(nn.Module):
 
     def __init__(self, cfg: SequoiaBackboneConfig):
         super().__init__()
-        if cfg.attention not in ATTENTIONS:
-            raise ValueError(f"attention must be one of {list(ATTENTIONS)}, got {cfg.attention!r}")
-        if cfg.mode not in MODES:
-            raise ValueError(f"mode must be one of {list(MODES)}, got {cfg.mode!r}")
-        if cfg.layers < 1:
-            raise ValueError(f"layers must be >= 1, got {cfg.layers}")
+        V.check_choice("attention", cfg.attention, ATTENTIONS)
+        V.check_choice("mode", cfg.mode, MODES)
+        V.check_int("layers", cfg.layers, low=1)
         self.cfg = cfg
         self.embed = MLP([3 + cfg.in_channels, cfg.dim, cfg.dim], norm="layer")
         if cfg.attention == "sequoia":
@@ -108,6 +105,10 @@ class SequoiaBackbone(nn.Module):
     def forward(self, pos: torch.Tensor, features: torch.Tensor | None):
         """pos: (B, N, 3), features: (B, N, in_channels) or None ->
         (list of (B, N, C) per layer, the last one normalised; the tree or None)."""
+        if self.cfg.in_channels:
+            V.check_features("features", features, pos, channels=self.cfg.in_channels)
+        elif features is not None:
+            raise ValueError(f"features given but the model has in_channels=0, got {tuple(features.shape)}")
         x = self.embed(pos if features is None else torch.cat([pos, features], -1))
         ctx, tree = (), None
         if self.cfg.attention == "sequoia":
@@ -118,31 +119,6 @@ class SequoiaBackbone(nn.Module):
         outs = [block["features"] for block in info["blocks"]]
         outs[-1] = self.norm(outs[-1])
         return outs, tree
-
-
-def _check_features(cfg, features, pos):
-    if not cfg.in_channels:
-        if features is not None:
-            raise ValueError(f"features given but the model has in_channels=0, got {tuple(features.shape)}")
-        return None
-    if features is None or features.shape != (*pos.shape[:2], cfg.in_channels):
-        raise ValueError(f"features must have shape (B, N, {cfg.in_channels}) matching pos "
-                         f"{tuple(pos.shape)}, got {None if features is None else tuple(features.shape)}")
-    return V.check_cloud("features", features, dim=cfg.in_channels)
-
-
-def _check_category(category, batch: int, count: int) -> torch.Tensor:
-    if not isinstance(category, torch.Tensor):
-        raise TypeError(f"category must be a torch.Tensor of int64 ids, got {type(category).__name__}")
-    if category.dtype != torch.int64:
-        raise TypeError(f"category must be int64, got dtype {category.dtype}")
-    if category.shape != (batch,):
-        raise ValueError(f"category must have shape (B,) = ({batch},), got {tuple(category.shape)}")
-    bad = (category < 0) | (category >= count)
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        raise ValueError(f"category must hold ids in [0, {count}), got {int(category[i])} at index {i}")
-    return category
 
 
 def _features_out(outs, pos, tree) -> dict:
@@ -174,8 +150,8 @@ class SequoiaSegmenter(nn.Module):
             ``{"logits": (B, N, num_parts)}`` (unrestricted: the task masks other categories).
         """
         V.check_cloud("pos", pos)
-        _check_category(category, pos.shape[0], self.cfg.num_categories)
-        outs, tree = self.backbone(pos, _check_features(self.cfg, features, pos))
+        V.check_ids("category", category, (pos.shape[0],), "(B,)", high=self.cfg.num_categories)
+        outs, tree = self.backbone(pos, features)
         onehot = F.one_hot(category, self.cfg.num_categories).to(outs[-1].dtype)  # (B, 16)
         x = torch.cat([outs[-1], onehot.unsqueeze(1).expand(-1, pos.shape[1], -1)], -1)
         out = {"logits": self.head(x)}
@@ -206,7 +182,7 @@ class SequoiaClassifier(nn.Module):
             ``{"logits": (B, num_classes)}``.
         """
         V.check_cloud("pos", pos)
-        outs, tree = self.backbone(pos, _check_features(self.cfg, features, pos))
+        outs, tree = self.backbone(pos, features)
         out = {"logits": self.head(torch.cat([outs[-1].amax(1), outs[-1].mean(1)], -1))}
         if return_features:
             out.update(_features_out(outs, pos, tree))

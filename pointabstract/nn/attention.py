@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
 from ..ops import gather_points, knn
 
 __all__ = ["NORMALIZE", "MultiHeadSelfAttention", "attend", "attend_naive"]
@@ -102,12 +103,11 @@ def attend_naive(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = N
 
 
 def _check_attend(q, kv, idx, normalize, need_weights=True) -> None:
-    if not isinstance(need_weights, bool):
-        raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
-    if normalize not in NORMALIZE:
-        raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {normalize!r}")
-    for name, value in (("q", q), ("kv", kv), ("idx", idx)):
-        if not isinstance(value, torch.Tensor) and (name != "idx" or value is not None):
+    """The arguments of :func:`attend` and :func:`attend_naive` (one check for both)."""
+    V.check_bool("need_weights", need_weights)
+    V.check_choice("normalize", normalize, NORMALIZE)
+    for name, value in (("q", q), ("kv", kv)):
+        if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if q.dim() != 4:
         raise ValueError(f"q must have shape (B, M, H, D), got {tuple(q.shape)}")
@@ -117,15 +117,9 @@ def _check_attend(q, kv, idx, normalize, need_weights=True) -> None:
                          f"got {tuple(kv.shape)}")
     if idx is None:
         return
-    if idx.dtype != torch.int64:
-        raise TypeError(f"idx must have dtype int64, got {idx.dtype}")
-    if idx.dim() != 3 or idx.shape[:2] != (batch, m):
+    if isinstance(idx, torch.Tensor) and (idx.dim() != 3 or idx.shape[:2] != (batch, m)):
         raise ValueError(f"idx must have shape (B, M, K) = ({batch}, {m}, K), got {tuple(idx.shape)}")
-    if idx.numel():
-        lo, hi = (int(v) for v in idx.aminmax())
-        if lo < -1 or hi >= kv.shape[1]:
-            raise ValueError(f"idx values must lie in [-1, {kv.shape[1] - 1}] (-1: padding), "
-                             f"got values in [{lo}, {hi}]")
+    V.check_index("idx", idx, batch, kv.shape[1], kv.device)  # -1: padding
 
 
 def _softmax_per_query(logits: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -259,10 +253,8 @@ class MultiHeadSelfAttention(nn.Module):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
-        if k is not None and k <= 0:
-            raise ValueError(f"k must be positive or None, got {k}")
-        if knn_space not in ("feature", "xyz"):
-            raise ValueError(f"knn_space must be 'feature' or 'xyz', got {knn_space!r}")
+        V.check_int("k", k, low=1, allow_none=True, note=" (full attention)")
+        V.check_choice("knn_space", knn_space, ("feature", "xyz"))
         self.heads, self.k, self.knn_space = heads, k, knn_space
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .. import _validate as V
 from ..ops.tree import PointTree
 from ..ops.tree_tables import TreeTables
 from .attention import MultiHeadSelfAttention
@@ -177,7 +178,9 @@ class BlockStack(nn.ModuleList):
         """x: (B, N, C), pos: (B, N, 3) -> x' (B, M, C'), pos' (B, M, 3) of the last block and
         ``{"blocks": [...]}``: per block ``{"features": x_i (B, M_i, C_i), "pos": (B, M_i, 3),
         **info_i}``."""
-        _check_cloud(x, pos)
+        # shapes only: the model has checked its input's values
+        V.check_cloud("pos", pos, allow_empty=True, finite=False)
+        V.check_features("x", x, pos, finite=False)
         outputs = []
         for block in self:
             x, pos, info = block(x, pos, *ctx)
@@ -187,11 +190,3 @@ class BlockStack(nn.ModuleList):
 
 def _with_post(block: nn.Module, post: nn.Module | None) -> nn.Module:
     return block if post is None else PostBlock(block, post)
-
-
-def _check_cloud(x: torch.Tensor, pos: torch.Tensor) -> None:
-    if x.dim() != 3:
-        raise ValueError(f"x must have shape (B, N, C), got {tuple(x.shape)}")
-    if pos.shape != (*x.shape[:2], 3):
-        raise ValueError(f"pos must have shape (B, N, 3) = ({x.shape[0]}, {x.shape[1]}, 3), "
-                         f"got {tuple(pos.shape)}")

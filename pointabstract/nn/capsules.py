@@ -50,15 +50,9 @@ def squash(s: torch.Tensor, dim: int = -1, *, eps: float = 1e-8) -> torch.Tensor
     if not isinstance(s, torch.Tensor) or not s.is_floating_point():
         raise TypeError(f"s must be a floating-point tensor, got {type(s).__name__} "
                         f"{getattr(s, 'dtype', '')}")
-    if eps <= 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
+    V.check_positive("eps", eps)
     n2 = (s * s).sum(dim, keepdim=True)
     return s * (n2 / ((1 + n2) * torch.sqrt(n2 + eps)))
-
-
-def _check_pos(pos) -> None:
-    """(B, N, 3) floating point, at least one cloud of one point, finite."""
-    V.check_cloud("pos", pos)
 
 
 class PrimaryPointCapsules(nn.Module):
@@ -81,8 +75,7 @@ class PrimaryPointCapsules(nn.Module):
                  bn_eps: float = 1e-5, momentum: float = 0.1):
         super().__init__()
         for name, value in [("num_caps", num_caps), ("caps_dim", caps_dim), ("chunk", chunk)]:
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            V.check_int(name, value, low=1)
         layers, c_in = [], 3
         for c in hidden:
             layers += [nn.Linear(c_in, c), PointBatchNorm(c), nn.ReLU()]
@@ -107,7 +100,7 @@ class PrimaryPointCapsules(nn.Module):
 
     def forward(self, pos: torch.Tensor) -> torch.Tensor:
         """pos: (B, N, 3) -> squashed primary capsules u: (B, P, D)."""
-        _check_pos(pos)
+        V.check_cloud("pos", pos)
         h = self.mlp(pos)  # (B, N, C)
         batch, n, c = h.shape
         idx = self._pool_points(h)  # (B, D, P) point of each branch channel's max-pool

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import _validate as V
 from ..ops import farthest_point_sample, gather_points, kmeans_sample, knn, random_sample
 from .attention import NORMALIZE, attend
 from .mlp import FeedForward, make_norm
@@ -64,16 +65,14 @@ class CentroidAttention(nn.Module):
         if (num_centroids is None) == (ratio is None):
             raise ValueError("give exactly one of num_centroids and ratio, "
                              f"got num_centroids={num_centroids}, ratio={ratio}")
-        if ratio is not None and not 0 < ratio <= 1:
-            raise ValueError(f"ratio must lie in (0, 1], got {ratio}")
-        for name, value, allowed in [("init", init, INITS), ("knn_space", knn_space, ("feature", "xyz")),
-                                     ("normalize", normalize, NORMALIZE)]:
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+        if ratio is not None:
+            V.check_float("ratio", ratio, low=0.0, low_open=True, high=1.0)
+        V.check_choice("init", init, INITS)
+        V.check_choice("knn_space", knn_space, ("feature", "xyz"))
+        V.check_choice("normalize", normalize, NORMALIZE)
         if dim_out % heads:
             raise ValueError(f"dim_out must be divisible by heads, got {dim_out} and {heads}")
-        if iters < 0:
-            raise ValueError(f"iters must be >= 0, got {iters}")
+        V.check_int("iters", iters, low=0)
         if init in _LEARNED_INITS and num_inputs is None:
             raise ValueError(f"init={init!r} needs num_inputs (the fixed number of inputs N)")
         self.num_centroids, self.ratio, self.init = num_centroids, ratio, init

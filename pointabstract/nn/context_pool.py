@@ -67,14 +67,6 @@ WEIGHTS = ("learned", "uniform", "nonlocal")
 LOCALITIES = ("gaussian", "none", "fixed")
 
 
-def _check_int(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
-
-
 class ContextPool(nn.Module):
     """Adaptive context pooling over each point's K nearest neighbours in xyz.
 
@@ -98,29 +90,24 @@ class ContextPool(nn.Module):
                  locality: str = "gaussian", window: int | None = None, r: float = 0.1,
                  hidden: int | None = None):
         super().__init__()
-        self.dim = _check_int("dim", dim, 1)
-        self.k = _check_int("k", k, 2)
-        for name, value, choices in (("weights", weights, WEIGHTS), ("locality", locality, LOCALITIES)):
-            if value not in choices:
-                raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-        if not isinstance(normalize, bool):
-            raise TypeError(f"normalize must be a bool, got {type(normalize).__name__} {normalize!r}")
+        self.dim = V.check_int("dim", dim, low=1)
+        self.k = V.check_int("k", k, low=2)
+        V.check_choice("weights", weights, WEIGHTS)
+        V.check_choice("locality", locality, LOCALITIES)
+        V.check_bool("normalize", normalize)
         if not normalize and weights == "uniform":
             raise ValueError("normalize=False needs learned or nonlocal weights (uniform weights have "
                              "nothing to normalise), got weights='uniform'")
         if locality == "fixed":
-            window = self.k // 2 if window is None else _check_int("window", window, 1)
-            if window > self.k:
-                raise ValueError(f"window must be <= k = {self.k}, got {window}")
+            window = self.k // 2 if window is None else V.check_int("window", window, low=1, high=self.k,
+                                                                     what="k")
         elif window is not None:
             raise ValueError(f"window is only used with locality='fixed', got window={window!r} with "
                              f"locality={locality!r}")
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
-            raise ValueError(f"r must be a finite number > 0, got {r!r}")
         self.weights, self.normalize, self.locality = weights, normalize, locality
-        self.window, self.r = window, float(r)
+        self.window, self.r = window, V.check_positive("r", r)
         outputs = (weights == "learned") + (locality == "gaussian")  # a_i and / or b_i
-        hidden = max(8, dim // 4) if hidden is None else _check_int("hidden", hidden, 1)
+        hidden = max(8, dim // 4) if hidden is None else V.check_int("hidden", hidden, low=1)
         self.map1 = nn.Linear(dim, hidden) if outputs else None  # m(X), layer 1 (neighbourhood)
         self.map2 = nn.Linear(hidden, outputs) if outputs else None  # m(X), layer 2 (per point)
         if weights == "nonlocal":
@@ -148,7 +135,9 @@ class ContextPool(nn.Module):
             ``a`` when not normalised; None for uniform and nonlocal weights), ``size`` (B, N)
             ``s`` in (0, 1) and ``sigma`` (B, N) (None without the Gaussian).
         """
-        self._check_inputs(x, pos)
+        V.check_cloud("pos", pos)  # an empty batch, NaN / Inf coordinates
+        # hidden features inside a model: a NaN there is the trainer's to report, not a user error
+        V.check_features("x", x, pos, channels=self.dim, finite=False)
         k = min(self.k, x.shape[1])
         p = pos.detach()
         dist2, idx = knn(p, p, k)  # (B, N, K): the point itself first
@@ -192,20 +181,6 @@ class ContextPool(nn.Module):
         else:
             log_g = torch.zeros_like(dist2)
         return logit, log_g, info
-
-    def _check_inputs(self, x, pos) -> None:
-        for name, t in (("x", x), ("pos", pos)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-            if not t.is_floating_point():
-                raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-        if x.dim() != 3 or x.shape[2] != self.dim or x.shape[1] < 1:
-            raise ValueError(f"x must have shape (B, N, C) with C = dim = {self.dim} and N >= 1, "
-                             f"got {tuple(x.shape)}")
-        if pos.shape != (*x.shape[:2], 3):
-            raise ValueError(f"pos must have shape (B, N, 3) = ({x.shape[0]}, {x.shape[1]}, 3), "
-                             f"got {tuple(pos.shape)}")
-        V.check_cloud("pos", pos)  # an empty batch, NaN / Inf coordinates
 
 
 def _pooled_sum(coef: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, nbrs: torch.Tensor | None):
@@ -257,10 +232,7 @@ def context_pool_from_config(cfg, dim: int) -> ContextPool | None:
     ``context_pool_normalize``, ``context_pool_locality``, ``context_pool_window``,
     ``context_pool_r``); ``context_pool=False`` (the default) gives None.
     """
-    if not isinstance(cfg.context_pool, bool):
-        raise TypeError(f"context_pool must be a bool, got {type(cfg.context_pool).__name__} "
-                        f"{cfg.context_pool!r}")
-    if not cfg.context_pool:
+    if not V.check_bool("context_pool", cfg.context_pool):
         return None
     try:
         return ContextPool(dim, k=cfg.context_pool_k, weights=cfg.context_pool_weights,

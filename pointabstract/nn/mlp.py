@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
+
 __all__ = ["ACTIVATIONS", "MLP", "FeedForward", "PointBatchNorm", "make_activation", "make_norm"]
 
 # the activations the package's MLPs use, by name: LeakyReLU(0.2) (Centroid Transformers and the
@@ -30,19 +32,17 @@ class PointBatchNorm(nn.BatchNorm1d):
 
 def make_norm(kind: str | None, dim: int) -> nn.Module:
     """``"batch"`` (PointBatchNorm), ``"layer"`` (LayerNorm) or ``None`` (identity)."""
+    V.check_choice("norm", kind, ("batch", "layer"), allow_none=True)
     if kind == "batch":
         return PointBatchNorm(dim)
     if kind == "layer":
         return nn.LayerNorm(dim)
-    if kind is None:
-        return nn.Identity()
-    raise ValueError(f"norm must be 'batch', 'layer' or None, got {kind!r}")
+    return nn.Identity()
 
 
 def make_activation(name: str) -> nn.Module:
     """A new activation module by name: ``"leaky_relu"`` (slope 0.2), ``"gelu"`` or ``"relu"``."""
-    if name not in ACTIVATIONS:
-        raise ValueError(f"act must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    V.check_choice("act", name, sorted(ACTIVATIONS))
     return ACTIVATIONS[name]()
 
 

@@ -21,6 +21,7 @@ import math
 import torch
 from torch import nn
 
+from .. import _validate as V
 from .capsules import squash
 from .centroid_attention import CentroidAttention
 
@@ -30,33 +31,21 @@ __all__ = ["ROUTINGS", "CentroidRouting", "DynamicRouting", "EMRouting", "build_
 ROUTINGS = ("dynamic", "em", "centroid")
 
 
-def _check_sizes(**sizes) -> None:
-    for name, value in sizes.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
-def _check_capsules(u, in_caps: int, in_dim: int) -> None:
-    if not isinstance(u, torch.Tensor) or not u.is_floating_point():
-        raise TypeError(f"u must be a floating-point tensor, got {type(u).__name__} "
-                        f"{getattr(u, 'dtype', '')}")
-    if u.dim() != 3 or u.shape[1:] != (in_caps, in_dim):
-        raise ValueError(f"u must have shape (B, P={in_caps}, D={in_dim}), got {tuple(u.shape)}")
-
-
 class _VoteRouting(nn.Module):
     """Shared parts of dynamic and EM routing: one (D', D) matrix per (latent, primary) pair."""
 
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, iters: int):
         super().__init__()
-        _check_sizes(in_caps=in_caps, in_dim=in_dim, out_caps=out_caps, out_dim=out_dim, iters=iters)
+        for name, value in (("in_caps", in_caps), ("in_dim", in_dim), ("out_caps", out_caps),
+                            ("out_dim", out_dim), ("iters", iters)):
+            V.check_int(name, value, low=1)
         self.in_caps, self.in_dim, self.out_caps, self.out_dim, self.iters = (
             in_caps, in_dim, out_caps, out_dim, iters)
         self.weight = nn.Parameter(0.01 * torch.randn(out_caps, in_caps, out_dim, in_dim))
 
     def votes(self, u: torch.Tensor) -> torch.Tensor:
         """u: (B, P, D) -> predictions of every latent capsule from every primary one (B, L, P, D')."""
-        _check_capsules(u, self.in_caps, self.in_dim)
+        V.check_shape("u", u, (None, self.in_caps, self.in_dim), "(B, P, D)")
         return torch.einsum("lpod,bpd->blpo", self.weight, u)
 
 
@@ -147,9 +136,7 @@ class EMRouting(_VoteRouting):
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *, iters: int = 3,
                  inverse_temperature: float = 1.0, eps: float = 1e-4):
         super().__init__(in_caps, in_dim, out_caps, out_dim, iters)
-        if eps <= 0:
-            raise ValueError(f"eps must be > 0, got {eps}")
-        self.inverse_temperature, self.eps = inverse_temperature, eps
+        self.inverse_temperature, self.eps = inverse_temperature, V.check_positive("eps", eps)
         self.beta_v = nn.Parameter(torch.zeros(out_caps))
         self.beta_a = nn.Parameter(torch.zeros(out_caps))
         self.last_activations = None
@@ -241,9 +228,10 @@ class CentroidRouting(nn.Module):
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *, iters: int = 3,
                  heads: int = 4, norm: str = "layer", init: str = "linear"):
         super().__init__()
-        _check_sizes(in_caps=in_caps, in_dim=in_dim, out_caps=out_caps, out_dim=out_dim, iters=iters)
-        if init not in ("linear", "soft_average"):
-            raise ValueError(f"init must be one of ['linear', 'soft_average'], got {init!r}")
+        for name, value in (("in_caps", in_caps), ("in_dim", in_dim), ("out_caps", out_caps),
+                            ("out_dim", out_dim), ("iters", iters)):
+            V.check_int(name, value, low=1)
+        V.check_choice("init", init, ("linear", "soft_average"))
         self.in_caps, self.in_dim, self.out_caps, self.out_dim, self.iters = (
             in_caps, in_dim, out_caps, out_dim, iters)
         self.attention = CentroidAttention(in_dim, out_dim, heads=heads, num_centroids=out_caps,
@@ -251,7 +239,7 @@ class CentroidRouting(nn.Module):
                                            num_inputs=in_caps, norm=norm)
 
     def forward(self, u: torch.Tensor):
-        _check_capsules(u, self.in_caps, self.in_dim)
+        V.check_shape("u", u, (None, self.in_caps, self.in_dim), "(B, P, D)")
         pos = u.new_zeros(u.shape[0], u.shape[1], 3)  # capsules have no position
         v, _, details = self.attention(u, pos, return_details=True)
         weights = details["weights"]  # (B, L, P, H)
@@ -298,4 +286,5 @@ def build_routing(name: str, in_caps: int, in_dim: int, out_caps: int, out_dim: 
         return EMRouting(in_caps, in_dim, out_caps, out_dim, iters=iters)
     if name == "centroid":
         return CentroidRouting(in_caps, in_dim, out_caps, out_dim, iters=iters, heads=heads)
-    raise ValueError(f"routing must be one of {list(ROUTINGS)}, got {name!r}")
+    V.check_choice("routing", name, ROUTINGS)
+    raise AssertionError(f"routing {name!r} is listed but not built")

@@ -83,8 +83,7 @@ class SequoiaAttention(nn.Module):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        V.check_choice("mode", mode, MODES)
         if not update_hubs and mode == "sequential":
             raise ValueError("update_hubs=False is for the parallel mode; the sequential mode's leaves "
                              "read their updated ancestors")

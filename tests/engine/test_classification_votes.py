@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from pointabstract.data.datasets.base import sample_rng
-from pointabstract.engine import load_config, task_class
+from pointabstract.engine import load_config
+from pointabstract.engine.tasks import build_task
 from pointabstract.engine.trainer import ShardSampler, make_loader
 from tests.fixtures import write_modelnet_hdf5
 
@@ -74,7 +75,7 @@ def _evaluate(root, votes: int) -> list[list[int]]:
     """The confusion matrix of the task's own evaluate over the test split, in batches of 3."""
     cfg = load_config(None, {"data.root": str(root), "data.num_points": 4, "data.eval_batch_size": 3,
                              "seed": SEED, "task.augment": "scale_translate", "task.votes": votes})
-    task = task_class("classification")(cfg)
+    task = build_task(cfg)
     data = task.dataset("test", train=False)
     loader = make_loader(data, ShardSampler(len(data)), cfg.data.eval_batch_size, 0)
     metrics = task.evaluate(MeanXProbe(), loader, torch.device("cpu"), autocast=contextlib.nullcontext)

@@ -33,8 +33,28 @@ def test_unknown_keys_are_named():
         load_config(None, ["model=pointnet"])
 
 
+@pytest.mark.parametrize("override, message", [
+    ("seed=-1", r"seed must be an int >= 0, got -1"),
+    ("data.num_points=0", r"data.num_points must be a positive int, got 0"),
+    ("data.workers=-1", r"data.workers must be an int >= 0, got -1"),
+    ("data.test_fraction=1.0", r"data.test_fraction must be a finite number in \(0.0, 1.0\), got 1.0"),
+    ("optim.max_steps=-1", r"optim.max_steps must be an int >= 0 \(0: no step budget\), got -1"),
+    ("optim.optimizer=sgd", r"optim.optimizer must be one of \['adam', 'adamw'\], got 'sgd'"),
+    ("optim.schedule=linear", r"optim.schedule must be one of \['step', 'cosine'\], got 'linear'"),
+    ("optim.weight_decay=-0.5", r"optim.weight_decay must be a finite number in \[0.0, inf\), got -0.5"),
+    ("optim.step_size=0", r"optim.step_size must be a positive int, got 0"),
+    ("optim.gamma=0", r"optim.gamma must be a finite number in \(0.0, 1.0\], got 0.0"),
+    ("optim.grad_clip=nan", r"optim.grad_clip must be a finite number in \[0.0, inf\), got nan"),
+    ("log.eval_every=0", r"log.eval_every must be a positive int, got 0"),
+    ("log.out_dir=' '", r"log.out_dir must be a folder, got ' '"),
+])
+def test_config_values_are_checked_in_one_wording(override, message):
+    with pytest.raises(ValueError, match=message):
+        load_config(None, [override])
+
+
 def test_bad_values_and_files(tmp_path):
-    with pytest.raises(ValueError, match="optim.epochs must be a int, got 'ten'"):
+    with pytest.raises(ValueError, match="optim.epochs must be an int, got 'ten'"):
         load_config(None, ["optim.epochs=ten"])
     with pytest.raises(ValueError, match="log.progress must be true or false"):
         load_config(None, ["log.progress=3"])
@@ -117,13 +137,27 @@ def test_an_empty_preset_is_refused(tmp_path, text):
     ("task.scale=[1.5, 0.5]", r"task.scale must satisfy 0 < low <= high, got \[1.5, 0.5\]"),
     ("task.categories=[Foo]", r"task.categories must name ShapeNetPart categories \(\['Airplane', .*\]\), "
                               r"got unknown \['Foo'\]"),
-    ("task.shift=-1", r"task.shift must be >= 0, got -1.0"),
-    ("task.votes=0", r"task.votes must be >= 1, got 0"),
+    ("task.shift=-1", r"task.shift must be a finite number in \[0.0, inf\), got -1.0"),
+    ("task.votes=0", r"task.votes must be a positive int, got 0"),
+    ("task.layout=v1", r"task.layout must be one of \['', 'normal', 'v0', 'hdf5'\] \(''\: detect\), got 'v1'"),
 ])
 def test_wrong_option_shapes_name_the_key(override, message):
     from pointabstract.engine.tasks import build_task
 
     cfg = load_config(None, ["model=sequoia_seg_demo", override])
+    with pytest.raises(ValueError, match=message):
+        build_task(cfg)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("task.label_smoothing=1.0", r"task.label_smoothing must be a finite number in \[0.0, 1.0\), got 1.0"),
+    ("task.votes=0", r"task.votes must be a positive int, got 0"),
+    ("task.augment=flip", r"task.augment must be one of \[.*\], got 'flip'"),
+])
+def test_classification_settings_name_the_key(override, message):
+    from pointabstract.engine.tasks import build_task
+
+    cfg = load_config(None, ["model=centroid_transformer", override])
     with pytest.raises(ValueError, match=message):
         build_task(cfg)
 

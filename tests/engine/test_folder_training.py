@@ -68,7 +68,7 @@ def test_an_autoencoder_trains_on_the_same_folder(shapes, tmp_path):
 
 
 def test_test_fraction_is_checked(shapes):
-    with pytest.raises(ValueError, match=r"data.test_fraction must be in \(0, 1\), got 1.0"):
+    with pytest.raises(ValueError, match=r"data.test_fraction must be a finite number in \(0.0, 1.0\), got 1.0"):
         load_config(None, [f"data.root={shapes}", "data.dataset=folder", "data.test_fraction=1.0"])
 
 

@@ -97,7 +97,7 @@ def test_reads_the_real_cap_subset(realdata):
 
 
 def test_bad_settings_and_data(tmp_path):
-    with pytest.raises(ValueError, match="task.votes must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="task.votes must be a positive int, got 0"):
         _task(tmp_path, votes=0)
     with pytest.raises(MissingDatasetError, match="no ShapeNetPart layout found"):
         _task(tmp_path).dataset("train", train=True)

@@ -14,7 +14,8 @@ import torch
 
 from pointabstract.data.categories import SHAPENET_PART
 from pointabstract.engine.config import RunConfig
-from pointabstract.engine.tasks.part_segmentation import PartSegmentationTask, shape_ious
+from pointabstract.engine.tasks import build_task
+from pointabstract.engine.tasks.part_segmentation import shape_ious
 
 SEED, A, EPS = 5, 0.4, 0.01
 # shape b: category b, 8 points whose mean x is MEAN_X[b]; 6 points of the category's first part, 2 of its second
@@ -79,7 +80,7 @@ def _expected(first_wins: np.ndarray) -> dict[str, float]:
 def _evaluate(votes: int) -> dict[str, float]:
     cfg = RunConfig(model="sequoia_seg", task="part_segmentation", seed=SEED)
     cfg.task_args = {"votes": votes}
-    metrics = PartSegmentationTask(cfg).evaluate(MeanXProbe(), _batches(), torch.device("cpu"))
+    metrics = build_task(cfg).evaluate(MeanXProbe(), _batches(), torch.device("cpu"))
     return {name: iou for name, iou in metrics["per_category"].items() if iou is not None}
 
 

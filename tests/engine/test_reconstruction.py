@@ -120,9 +120,9 @@ def test_short_training_lowers_the_test_chamfer(synth):
 def test_bad_settings_and_missing_data(tmp_path, synth):
     with pytest.raises(ValueError, match=r"task.augment must be one of \['none', 'rotate_up'\], got 'x'"):
         _task(tmp_path, augment="x")
-    with pytest.raises(ValueError, match="task.fscore_threshold must be > 0, got 0"):
+    with pytest.raises(ValueError, match="task.fscore_threshold must be a positive finite number, got 0.0"):
         _task(tmp_path, fscore_threshold=0)
-    with pytest.raises(ValueError, match="task.undersized must be 'repeat' or 'error'"):
+    with pytest.raises(ValueError, match=r"task.undersized must be one of \['repeat', 'error'\], got"):
         _task(tmp_path, undersized="drop")
     with pytest.raises(ValueError, match="data.dataset must be one of .* for reconstruction, got 'mnist'"):
         _task(synth, "mnist").dataset("train", train=True)
@@ -193,7 +193,7 @@ def test_recalibrate_touches_only_statistics_and_is_deterministic(synth):
     # the primary capsules' own statistics are recomputed too (cumulative average, momentum kept)
     assert model.primary.momentum == 0.1 and model.primary._batches == 3
     assert not torch.equal(buffers[0]["primary.running_var"], torch.ones_like(buffers[0]["primary.running_var"]))
-    with pytest.raises(ValueError, match="task.bn_batches must be an integer >= 0, got -1"):
+    with pytest.raises(ValueError, match="task.bn_batches must be an int >= 0, got -1"):
         _task(synth, bn_batches=-1)
 
 

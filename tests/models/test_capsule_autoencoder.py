@@ -162,7 +162,7 @@ def test_bad_input_names_pos():
         model(torch.rand(2, 40, 2))
     with pytest.raises(ValueError, match=r"pos holds NaN or Inf values"):
         model(torch.full((2, 40, 3), float("nan")))
-    with pytest.raises(ValueError, match="pos must hold at least 8 points per cloud, got N = 3"):
+    with pytest.raises(ValueError, match=r"pos must hold at least one cloud of at least 8 points, got \(2, 3, 3\)"):
         model(torch.rand(2, 3, 3))
     with pytest.raises(TypeError, match="pos must be a floating-point tensor"):
         model(torch.ones(2, 40, 3, dtype=torch.int64))
@@ -175,6 +175,11 @@ def test_bad_config():
         PatchDecoder(6, 8, decoders=3)
     with pytest.raises(ValueError, match=r"num_points \(4\) must be at least latent_caps \(64\)"):
         CapsuleAutoencoder(CapsuleAutoencoderConfig(num_points=4))
+    # the config's names, not those of the layers they size (PrimaryPointCapsules' num_caps)
+    with pytest.raises(ValueError, match=r"primary_caps must be a positive int, got 0"):
+        CapsuleAutoencoder(CapsuleAutoencoderConfig(primary_caps=0))
+    with pytest.raises(ValueError, match=r"decoders must be an int >= 0, got -1"):
+        CapsuleAutoencoder(CapsuleAutoencoderConfig(decoders=-1))
 
 
 @pytest.mark.parametrize("short, routing", [("dr", "dynamic"), ("ca", "centroid")])

@@ -61,7 +61,7 @@ def test_off_by_default_and_variant_options_reach_the_module():
     assert (pool.weights, pool.locality, pool.window, pool.k) == ("nonlocal", "fixed", 3, 6)
     with pytest.raises(ValueError, match=r"context_pool options .*locality must be one of .*got .box."):
         build_model("softmax_seg", tiny=True, context_pool=True, context_pool_locality="box")
-    with pytest.raises(TypeError, match=r"context_pool must be a bool, got str 'yes'"):
+    with pytest.raises(TypeError, match=r"context_pool must be True or False, got str 'yes'"):
         build_model("sequoia_seg", tiny=True, context_pool="yes")
 
 

@@ -81,8 +81,11 @@ def test_normals_as_extra_features():
     model = build_model("centroid_transformer", tiny=True, num_classes=5, in_channels=3)
     pos = torch.rand(2, 64, 3)
     assert model(pos, features=torch.rand(2, 64, 3))["logits"].shape == (2, 5)
-    with pytest.raises(ValueError, match=r"features must have shape \(B, N, 3\)"):
+    with pytest.raises(TypeError, match=r"features must be a torch.Tensor, got NoneType"):
         model(pos)
+    with pytest.raises(ValueError, match=r"features must have shape \(B, N, C\) = \(2, 64, 3\) matching pos "
+                                         r"\(2, 64, 3\), got \(2, 63, 3\)"):
+        model(pos, features=torch.rand(2, 63, 3))
 
 
 @pytest.mark.parametrize("name", ["centroid_transformer", "ct_kmeans", "self_attention_transformer"])

@@ -66,8 +66,11 @@ def test_normals_as_features():
     model = _build("sequoia_seg", in_channels=3)
     pos = torch.rand(2, 32, 3)
     assert model(pos, torch.tensor([0, 1]), features=torch.rand(2, 32, 3))["logits"].shape == (2, 32, 50)
-    with pytest.raises(ValueError, match=r"features must have shape \(B, N, 3\)"):
+    with pytest.raises(TypeError, match=r"features must be a torch.Tensor, got NoneType"):
         model(pos, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"features must have shape \(B, N, C\) = \(2, 32, 3\) matching pos "
+                                         r"\(2, 32, 3\), got \(2, 32, 2\)"):
+        model(pos, torch.tensor([0, 1]), features=torch.rand(2, 32, 2))
     cls = _build("sequoia_cls", num_classes=5)
     with pytest.raises(ValueError, match="features given but the model has in_channels=0"):
         cls(pos, features=torch.rand(2, 32, 3))
@@ -85,19 +88,19 @@ def test_bad_input():
     bad[1, 3, 0] = float("inf")
     with pytest.raises(ValueError, match=r"pos holds NaN or Inf values \(first at index \(1, 3, 0\)\)"):
         model(bad, cat)
-    with pytest.raises(ValueError, match=r"category must hold ids in \[0, 16\), got 16 at index 1"):
+    with pytest.raises(ValueError, match=r"category values must lie in \[0, 15\], got values in \[0, 16\]"):
         model(pos, torch.tensor([0, 16]))
     with pytest.raises(ValueError, match=r"category must have shape \(B,\) = \(2,\), got \(1,\)"):
         model(pos, cat[:1])
-    with pytest.raises(TypeError, match="category must be int64"):
+    with pytest.raises(TypeError, match="category must have dtype int64, got torch.int32"):
         model(pos, cat.int())
-    with pytest.raises(TypeError, match="category must be a torch.Tensor"):
+    with pytest.raises(TypeError, match="category must be a torch.Tensor of dtype int64, got list"):
         model(pos, [0, 1])
     with pytest.raises(ValueError, match="attention must be one of"):
         SequoiaSegmenter(SequoiaSegConfig(attention="linear"))
     with pytest.raises(ValueError, match="mode must be one of"):
         SequoiaSegmenter(SequoiaSegConfig(mode="topdown"))
-    with pytest.raises(ValueError, match="layers must be >= 1"):
+    with pytest.raises(ValueError, match="layers must be a positive int, got 0"):
         SequoiaSegmenter(SequoiaSegConfig(layers=0))
 
 

@@ -96,10 +96,14 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match=r"post-module _Narrow must return a tensor of the block's output "
                                          r"shape \(1, 6, 4\), got \(1, 6, 2\)"):
         BlockStack([Shifted()], post=lambda i, b: _Narrow())(x, pos, 0.0)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, N, C\), got \(6, 4\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, N, C\) = \(1, 6, C\) matching pos \(1, 6, 3\), "
+                                         r"got \(6, 4\)"):
         BlockStack([Shifted()])(x[0], pos, 0.0)
-    with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\) = \(1, 6, 3\), got \(1, 5, 3\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, N, C\) = \(1, 5, C\) matching pos \(1, 5, 3\), "
+                                         r"got \(1, 6, 4\)"):
         BlockStack([Shifted()])(x, pos[:, :5], 0.0)
+    with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\), got \(6, 3\)"):
+        BlockStack([Shifted()])(x, pos[0], 0.0)
 
 
 class _Narrow(nn.Module):

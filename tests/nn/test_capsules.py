@@ -35,7 +35,7 @@ def test_squash_gradient_finite_at_zero():
 def test_squash_rejects_bad_input():
     with pytest.raises(TypeError, match="s must be a floating-point tensor"):
         squash(torch.ones(3, dtype=torch.int64))
-    with pytest.raises(ValueError, match="eps must be > 0"):
+    with pytest.raises(ValueError, match="eps must be a positive finite number, got 0.0"):
         squash(torch.ones(3), eps=0.0)
 
 

@@ -77,6 +77,12 @@ def test_bad_arguments():
         CentroidAttention(8, 8, heads=2, ratio=0.5, init="grid")
     with pytest.raises(ValueError, match=r"normalize must be one of \['inputs', 'centroids'\], got 'softmax'"):
         CentroidAttention(8, 8, heads=2, ratio=0.5, normalize="softmax")
+    with pytest.raises(ValueError, match=r"ratio must be a finite number in \(0.0, 1.0\], got 1.5"):
+        CentroidAttention(8, 8, heads=2, ratio=1.5)
+    with pytest.raises(ValueError, match=r"iters must be an int >= 0, got -1"):
+        CentroidAttention(8, 8, heads=2, ratio=0.5, iters=-1)
+    with pytest.raises(ValueError, match=r"knn_space must be one of \['feature', 'xyz'\], got 'uv'"):
+        CentroidAttention(8, 8, heads=2, ratio=0.5, knn_space="uv")
     with pytest.raises(ValueError, match="init='linear' needs num_inputs"):
         CentroidAttention(8, 8, heads=2, ratio=0.5, init="linear")
     with pytest.raises(ValueError, match="init='soft_average' needs num_inputs"):

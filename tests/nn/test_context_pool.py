@@ -127,16 +127,17 @@ def test_as_a_post_module_after_every_block():
 
 
 @pytest.mark.parametrize("kwargs,error,match", [
-    ({"dim": 0}, ValueError, r"dim must be >= 1, got 0"),
-    ({"dim": 4, "k": 1}, ValueError, r"k must be >= 2, got 1"),
+    ({"dim": 0}, ValueError, r"dim must be a positive int, got 0"),
+    ({"dim": 4, "k": 1}, ValueError, r"k must be an int >= 2, got 1"),
     ({"dim": 4, "k": 2.5}, TypeError, r"k must be an int, got float 2.5"),
     ({"dim": 4, "weights": "softmax"}, ValueError, r"weights must be one of .*'learned'.*got 'softmax'"),
     ({"dim": 4, "locality": "box"}, ValueError, r"locality must be one of .*got 'box'"),
-    ({"dim": 4, "normalize": "yes"}, TypeError, r"normalize must be a bool, got str 'yes'"),
+    ({"dim": 4, "normalize": "yes"}, TypeError, r"normalize must be True or False, got str 'yes'"),
     ({"dim": 4, "weights": "uniform", "normalize": False}, ValueError, r"normalize=False needs learned"),
-    ({"dim": 4, "k": 4, "locality": "fixed", "window": 5}, ValueError, r"window must be <= k = 4, got 5"),
+    ({"dim": 4, "k": 4, "locality": "fixed", "window": 5}, ValueError, r"window must be at most k = 4, got 5"),
     ({"dim": 4, "window": 3}, ValueError, r"window is only used with locality='fixed'"),
-    ({"dim": 4, "r": 0.0}, ValueError, r"r must be a finite number > 0, got 0.0"),
+    ({"dim": 4, "r": 0.0}, ValueError, r"r must be a positive finite number, got 0.0"),
+    ({"dim": 4, "r": "0.1"}, TypeError, r"r must be a real number, got str '0.1'"),
 ])
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -146,10 +147,14 @@ def test_bad_arguments(kwargs, error, match):
 def test_bad_inputs():
     pool = ContextPool(4, k=3)
     x, pos = cloud(2, 5, 4), cloud(2, 5)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, N, C\) with C = dim = 4.*got \(2, 5, 3\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, N, C\) = \(2, 5, 4\) matching pos \(2, 5, 3\), "
+                                         r"got \(2, 5, 3\)"):
         pool(x[..., :3], pos)
-    with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\) = \(2, 5, 3\), got \(2, 4, 3\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, N, C\) = \(2, 4, 4\) matching pos \(2, 4, 3\), "
+                                         r"got \(2, 5, 4\)"):
         pool(x, pos[:, :4])
+    with pytest.raises(ValueError, match=r"pos must have shape \(B, N, 3\), got \(2, 5, 2\)"):
+        pool(x, pos[..., :2])
     with pytest.raises(TypeError, match=r"x must be a floating-point tensor, got dtype torch.int64"):
         pool(x.long(), pos)
     with pytest.raises(TypeError, match=r"pos must be a torch.Tensor, got list"):

@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from pointabstract.nn import MLP, FeedForward
-from pointabstract.nn.mlp import ACTIVATIONS, make_activation
+from pointabstract.nn.mlp import ACTIVATIONS, make_activation, make_norm
 
 
 def _set(linear: nn.Linear, weight, bias):
@@ -52,3 +52,9 @@ def test_unknown_activation_is_refused_listing_the_choices():
         FeedForward(4, act="tanh")
     with pytest.raises(ValueError, match="act must be one of"):
         MLP([2, 3, 1], act="swish")
+
+
+def test_make_norm_names_the_choices():
+    assert isinstance(make_norm(None, 4), nn.Identity) and isinstance(make_norm("layer", 4), nn.LayerNorm)
+    with pytest.raises(ValueError, match=r"norm must be one of \['batch', 'layer'\] or None, got 'group'"):
+        make_norm("group", 4)

@@ -108,12 +108,21 @@ def test_centroid_routing_uses_the_papers_setting():
 @pytest.mark.parametrize("cls", [DynamicRouting, EMRouting, CentroidRouting])
 def test_routings_reject_bad_input(cls):
     module = cls(P, D, L, DO, iters=2)
-    with pytest.raises(ValueError, match=r"u must have shape \(B, P=7, D=4\), got \(2, 6, 4\)"):
+    with pytest.raises(ValueError, match=r"u must have shape \(B, P, D\) = \(B, 7, 4\), got \(2, 6, 4\)"):
         module(torch.randn(2, 6, 4))
-    with pytest.raises(TypeError, match="u must be a floating-point tensor"):
+    with pytest.raises(ValueError, match=r"u must have shape \(B, P, D\) = \(B, 7, 4\), got \(7, 4\)"):
+        module(torch.randn(P, D))
+    with pytest.raises(TypeError, match="u must be a floating-point tensor, got dtype torch.int64"):
         module(torch.ones(2, P, D, dtype=torch.int64))
     with pytest.raises(ValueError, match="out_caps must be a positive int, got 0"):
         cls(P, D, 0, DO)
+    with pytest.raises(TypeError, match="iters must be an int, got float 2.0"):
+        cls(P, D, L, DO, iters=2.0)
+
+
+def test_em_routing_rejects_a_non_positive_eps():
+    with pytest.raises(ValueError, match="eps must be a positive finite number, got 0.0"):
+        EMRouting(P, D, L, DO, eps=0.0)
 
 
 def test_centroid_routing_rejects_unknown_init():

@@ -13,6 +13,8 @@ from typing import Protocol
 
 import torch
 
+from ... import _validate as V
+
 __all__ = ["MissingDatasetError", "Task", "check_dataset", "check_settings_type", "missing_dataset",
            "missing_dataset_hint"]
 
@@ -42,8 +44,7 @@ def missing_dataset(err: Exception | str, root: str | Path) -> MissingDatasetErr
 
 def check_dataset(task: str, datasets: tuple[str, ...], dataset: str) -> None:
     """ValueError naming ``data.dataset`` when ``task`` reads no dataset of that name."""
-    if dataset not in datasets:
-        raise ValueError(f"data.dataset must be one of {list(datasets)} for {task}, got {dataset!r}")
+    V.check_choice("data.dataset", dataset, datasets, note=f" for {task}")
 
 
 def check_settings_type(task: type, data, settings):

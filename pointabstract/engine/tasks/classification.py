@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ... import _validate as V
 from ..metrics import ConfusionMatrix
 from ..plots import plot_confusion
 from .base import check_dataset, check_settings_type, missing_dataset
@@ -46,12 +47,9 @@ class ClassificationTask:
 
     def __init__(self, data, *, seed: int = 0, settings: ClassificationSettings | None = None):
         s = check_settings_type(type(self), data, settings)
-        if s.augment not in AUGMENTATIONS:
-            raise ValueError(f"task.augment must be one of {list(AUGMENTATIONS)}, got {s.augment!r}")
-        if s.votes < 1:
-            raise ValueError(f"task.votes must be >= 1, got {s.votes}")
-        if not 0 <= s.label_smoothing < 1:
-            raise ValueError(f"task.label_smoothing must be in [0, 1), got {s.label_smoothing}")
+        V.check_choice("task.augment", s.augment, AUGMENTATIONS)
+        V.check_int("task.votes", s.votes, low=1)
+        V.check_float("task.label_smoothing", s.label_smoothing, low=0.0, high=1.0, high_open=True)
         self.data, self.seed, self.s = data, seed, s
         self.class_names: list[str] = []
 

@@ -37,22 +37,20 @@ def check_settings(o: PartSegmentationSettings) -> None:
     """ValueError naming the ``task.*`` key, the rule and what arrived, for settings that are
     the right type but the wrong shape or range."""
     names = [c.name for c in SHAPENET_PART]
-    if len(o.scale) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in o.scale):
+    if len(o.scale) != 2:
         raise ValueError(f"task.scale must be a list of 2 numbers [low, high], got {list(o.scale)}")
+    for i, v in enumerate(o.scale):
+        V.check_float(f"task.scale[{i}]", v)
     if not 0 < o.scale[0] <= o.scale[1]:
         raise ValueError(f"task.scale must satisfy 0 < low <= high, got {list(o.scale)}")
     unknown = [c for c in o.categories if c not in names]
     if unknown:
         raise ValueError(f"task.categories must name ShapeNetPart categories ({names}), "
                          f"got unknown {unknown}")
-    if not o.shift >= 0:
-        raise ValueError(f"task.shift must be >= 0, got {o.shift}")
-    if o.votes < 1:
-        raise ValueError(f"task.votes must be >= 1, got {o.votes}")
-    if o.layout not in ("", "normal", "v0", "hdf5"):
-        raise ValueError(f"task.layout must be empty (detect), 'normal', 'v0' or 'hdf5', got {o.layout!r}")
-    if o.undersized not in ("repeat", "error"):
-        raise ValueError(f"task.undersized must be 'repeat' or 'error', got {o.undersized!r}")
+    V.check_float("task.shift", o.shift, low=0.0)
+    V.check_int("task.votes", o.votes, low=1)
+    V.check_choice("task.layout", o.layout, ("", "normal", "v0", "hdf5"), note=" ('': detect)")
+    V.check_choice("task.undersized", o.undersized, ("repeat", "error"))
 
 
 class PartSegmentationTask:

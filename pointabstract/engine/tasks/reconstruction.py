@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
 from ...ops import chamfer_distance
 from ..metrics import (
@@ -84,16 +85,11 @@ class ReconstructionTask:
 
     def __init__(self, data, *, seed: int = 0, settings: ReconstructionSettings | None = None):
         s = check_settings_type(type(self), data, settings)
-        if s.augment not in AUGMENTATIONS:
-            raise ValueError(f"task.augment must be one of {list(AUGMENTATIONS)}, got {s.augment!r}")
-        if not s.fscore_threshold > 0:
-            raise ValueError(f"task.fscore_threshold must be > 0, got {s.fscore_threshold}")
-        if s.undersized not in ("repeat", "error"):
-            raise ValueError(f"task.undersized must be 'repeat' or 'error', got {s.undersized!r}")
-        if s.examples < 0:
-            raise ValueError(f"task.examples must be >= 0, got {s.examples}")
-        if isinstance(s.bn_batches, bool) or not isinstance(s.bn_batches, int) or s.bn_batches < 0:
-            raise ValueError(f"task.bn_batches must be an integer >= 0, got {s.bn_batches!r}")
+        V.check_choice("task.augment", s.augment, AUGMENTATIONS)
+        V.check_positive("task.fscore_threshold", s.fscore_threshold)
+        V.check_choice("task.undersized", s.undersized, ("repeat", "error"))
+        V.check_int("task.examples", s.examples, low=0)
+        V.check_int("task.bn_batches", s.bn_batches, low=0)
         self.data, self.seed, self.s = data, seed, s
         self.category_names: list[str] = []
         self.has_parts = False
