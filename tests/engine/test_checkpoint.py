@@ -140,8 +140,25 @@ def _cut(data: bytes, fraction: float) -> bytes:
 
 
 def _flip(data: bytes, fraction: float) -> bytes:
+    """One byte flipped inside a tensor record's bytes (not in the alignment padding torch puts
+    between records, which no checksum covers): the record holding the byte at ``fraction`` of
+    the file, or the nearest one after it."""
+    import io
+    import struct
+    import zipfile
+
     out = bytearray(data)
-    out[int(len(out) * fraction)] ^= 0xFF
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        spans = []
+        for info in archive.infolist():
+            if "/data/" not in info.filename or info.file_size == 0:
+                continue
+            name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26: info.header_offset + 30])
+            start = info.header_offset + 30 + name_len + extra_len
+            spans.append((start, start + info.compress_size))
+    at = int(len(out) * fraction)
+    start, end = next(((s, e) for s, e in sorted(spans) if e > at), max(spans))
+    out[min(max(at, start), end - 1)] ^= 0xFF
     return bytes(out)
 
 
