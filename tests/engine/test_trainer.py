@@ -302,3 +302,42 @@ def test_a_step_budget_of_whole_epochs_is_the_epoch_run(tiny_overrides, tmp_path
     wa = load_checkpoint(tmp_path / "epochs" / "last.pt")["model"]
     wb = load_checkpoint(tmp_path / "steps" / "last.pt")["model"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def _rows(out) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k not in ("samples_per_s", "epoch_s")}
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_step_budget_run_interrupted_and_resumed_ends_like_the_uninterrupted_one(tiny_overrides, tmp_path):
+    # 3 steps an epoch: 8 steps are 2 whole epochs and 2 steps of the third
+    budget = [*tiny_overrides, "optim.epochs=10", "optim.max_steps=8", "optim.optimizer=adamw",
+              "optim.schedule=cosine", "model.dropout=0.5"]
+    train(load_config(None, [*budget, f"log.out_dir={tmp_path / 'full'}"]))
+    parted = load_config(None, [*budget, f"log.out_dir={tmp_path / 'part'}"])
+    train(parted, max_epochs=1)  # "interrupted" after epoch 1
+    assert load_checkpoint(tmp_path / "part" / "last.pt")["step"] == 3
+    train(parted, resume=True)
+    assert [(r["epoch"], r["step"]) for r in _rows(tmp_path / "full")] == [(1, 3), (2, 6), (3, 8)]
+    assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
+    wa, wb = (load_checkpoint(tmp_path / name / "last.pt") for name in ("full", "part"))
+    assert wa["step"] == wb["step"] == 8
+    assert all(torch.equal(wa["model"][k], wb["model"][k]) for k in wa["model"])
+
+
+def test_epoch_end_hooks_see_the_run_once_per_epoch(tiny_overrides, tmp_path):
+    seen = []
+
+    def hook(run):  # called after last.pt is written: it holds this epoch
+        saved = load_checkpoint(run.out / "last.pt")
+        seen.append((run.epoch, run.step, run.row["epoch"], saved["epoch"], saved["step"], run.epochs,
+                     "overall_accuracy" in run.metrics, run.core is run.model))
+
+    cfg = load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "log.eval_every=2"])
+    train(cfg, max_epochs=1, on_epoch_end=[hook])
+    metrics = train(cfg, resume=True, on_epoch_end=[hook, lambda run: seen.append("second")])
+    # each epoch once, in the call that trained it; 7 steps of 3 an epoch are 3 epochs; evaluated at
+    # epoch 2 (eval_every) and 3 (the last); one process: the model is not wrapped
+    assert seen == [(1, 3, 1, 1, 3, 3, False, True), (2, 6, 2, 2, 6, 3, True, True), "second",
+                    (3, 7, 3, 3, 7, 3, True, True), "second"]
+    assert metrics["samples"] == 12
