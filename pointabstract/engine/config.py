@@ -48,7 +48,9 @@ class OptimConfig:
     lr: float = 1e-3  # initial learning rate
     weight_decay: float = 0.0  # decoupled for adamw, L2 for adam
     schedule: str = "step"  # step (x gamma every step_size epochs) | cosine (to 0 at the end)
-    step_size: int = 20  # epochs between decays of the step schedule
+    schedule_every: str = "epoch"  # when the schedule advances: epoch | step (each optimizer step:
+    #                                step_size counts steps, cosine spans the run's steps)
+    step_size: int = 20  # epochs (or steps, see schedule_every) between decays of the step schedule
     gamma: float = 0.7  # decay factor of the step schedule
     grad_clip: float = 0.0  # max gradient norm (0: off)
 
@@ -256,6 +258,7 @@ def check_config(cfg: RunConfig) -> None:
     _require(o.max_steps >= 0, "optim.max_steps", ">= 0 (0: no step budget)", o.max_steps)
     _require(o.optimizer in ("adam", "adamw"), "optim.optimizer", "adam or adamw", o.optimizer)
     _require(o.schedule in ("step", "cosine"), "optim.schedule", "step or cosine", o.schedule)
+    _require(o.schedule_every in ("epoch", "step"), "optim.schedule_every", "epoch or step", o.schedule_every)
     _require(math.isfinite(o.lr) and o.lr > 0, "optim.lr", "positive and finite", o.lr)
     _require(math.isfinite(o.weight_decay) and o.weight_decay >= 0, "optim.weight_decay", ">= 0 and finite",
              o.weight_decay)
