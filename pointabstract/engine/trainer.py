@@ -35,7 +35,7 @@ from .tasks import task_class
 from .tasks.preflight import check_before_training
 
 __all__ = ["EpochEndHook", "Run", "ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader",
-           "run_epochs", "train"]
+           "run_epochs", "schedule_length", "train"]
 
 
 class ShardSampler(torch.utils.data.Sampler):
@@ -69,9 +69,12 @@ class ShardSampler(torch.utils.data.Sampler):
         return len(range(self.rank, self.used, self.world))
 
 
-def build_optimizer(cfg: RunConfig, model: torch.nn.Module, *, epochs: int | None = None):
+def build_optimizer(cfg: RunConfig, model: torch.nn.Module, *, epochs: int | None = None,
+                    steps_per_epoch: int = 1):
     """Adam + step decay (the paper: 1e-3, x0.7 every 20 epochs) or AdamW + cosine over
-    ``epochs`` (default ``optim.epochs``; the trainer passes the epochs a step budget leaves)."""
+    ``epochs`` (default ``optim.epochs``; the trainer passes the epochs a step budget leaves), or,
+    with ``optim.schedule_every=step``, over their ``steps_per_epoch`` steps (see
+    :func:`schedule_length`)."""
     o = cfg.optim
     if o.optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
@@ -79,15 +82,26 @@ def build_optimizer(cfg: RunConfig, model: torch.nn.Module, *, epochs: int | Non
         opt = torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
     else:
         raise ValueError(f"optim.optimizer must be 'adam' or 'adamw', got {o.optimizer!r}")
-    return opt, _build_schedule(opt, cfg, cfg.optim.epochs if epochs is None else epochs)
+    epochs = cfg.optim.epochs if epochs is None else epochs
+    return opt, _build_schedule(opt, cfg, schedule_length(cfg, epochs, steps_per_epoch))
 
 
-def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig, epochs: int):
+def schedule_length(cfg: RunConfig, epochs: int, steps_per_epoch: int) -> int:
+    """How many times the schedule advances in a run of ``epochs`` epochs: once an epoch, or with
+    ``optim.schedule_every=step`` once an optimizer step (``optim.max_steps`` when it ends the run
+    first). A cosine schedule reaches 0 after that many advances."""
+    if cfg.optim.schedule_every == "epoch":
+        return epochs
+    steps = epochs * steps_per_epoch
+    return min(steps, cfg.optim.max_steps) if cfg.optim.max_steps > 0 else steps
+
+
+def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig, length: int):
     o = cfg.optim
     if o.schedule == "step":
         return torch.optim.lr_scheduler.StepLR(opt, step_size=o.step_size, gamma=o.gamma)
     if o.schedule == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, length))
     raise ValueError(f"optim.schedule must be 'step' or 'cosine', got {o.schedule!r}")
 
 
@@ -304,7 +318,7 @@ def _start_run(cfg: RunConfig, ctx: DistContext) -> Run:
     test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=world),
                               d.eval_batch_size, d.workers, generator=torch.Generator().manual_seed(cfg.seed))
     epochs = run_epochs(cfg, len(train_loader))
-    opt, sched = build_optimizer(cfg, core, epochs=epochs)
+    opt, sched = build_optimizer(cfg, core, epochs=epochs, steps_per_epoch=len(train_loader))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) \
         if cfg.amp and ctx.device.type == "cuda" else contextlib.nullcontext
     return Run(cfg, ctx, task, model, core, opt, sched, train_ds, train_sampler, train_loader, test_loader,
@@ -337,7 +351,9 @@ def _restore_run(run: Run, ckpt: dict, changes: dict) -> None:
     except (ValueError, KeyError, RuntimeError) as err:
         raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
     if any(key.startswith("optim.") for key in changes):
-        _replay_schedule(run.opt, run.sched, cfg, ckpt["epoch"], run.epochs)
+        done = ckpt["epoch"] if cfg.optim.schedule_every == "epoch" else ckpt["step"]
+        length = schedule_length(cfg, run.epochs, len(run.train_loader))
+        _replay_schedule(run.opt, run.sched, cfg, done, length)
     run.epoch, run.step = ckpt["epoch"], ckpt["step"]
     run.best, run.best_epoch = ckpt["best_metric"], ckpt["best_epoch"]
     run.metrics = dict(ckpt["metrics"])
@@ -350,7 +366,8 @@ def _run_epoch(run: Run) -> None:
     run.train_ds.set_epoch(run.epoch)
     run.train_sampler.set_epoch(run.epoch)
     stats = _train_epoch(run)
-    run.sched.step()
+    if run.cfg.optim.schedule_every == "epoch":
+        run.sched.step()
     run.epoch += 1
     run.row = {"epoch": run.epoch, "step": run.step, **stats, "lr": run.opt.param_groups[0]["lr"]}
     if run.epoch % run.cfg.log.eval_every == 0 or run.epoch == run.epochs:
@@ -383,20 +400,21 @@ def _checkpoint(run: Run) -> dict:
 
 def run_epochs(cfg: RunConfig, steps_per_epoch: int) -> int:
     """How many epochs a run trains: ``optim.epochs``, or fewer when ``optim.max_steps`` ends it
-    earlier (the last of them then stops mid-epoch). The cosine schedule spans these epochs."""
+    earlier (the last of them then stops mid-epoch). The cosine schedule spans these epochs (or,
+    with ``optim.schedule_every=step``, the run's steps: :func:`schedule_length`)."""
     if cfg.optim.max_steps <= 0 or steps_per_epoch <= 0:
         return cfg.optim.epochs
     return min(cfg.optim.epochs, math.ceil(cfg.optim.max_steps / steps_per_epoch))
 
 
-def _replay_schedule(opt, sched, cfg: RunConfig, epochs_done: int, epochs: int) -> None:
+def _replay_schedule(opt, sched, cfg: RunConfig, done: int, length: int) -> None:
     """After resuming with changed ``optim.*`` settings, set the scheduler and the learning rate
-    to what a run started with ``cfg`` has after ``epochs_done`` epochs (its schedule replayed on
-    a probe optimizer: the same floating-point steps as the uninterrupted run), and the weight
-    decay to ``cfg``'s. The optimizer's moments are kept."""
+    to what a run started with ``cfg`` has after ``done`` advances of its schedule (epochs or
+    steps, of ``length``; replayed on a probe optimizer: the same floating-point steps as the
+    uninterrupted run), and the weight decay to ``cfg``'s. The optimizer's moments are kept."""
     probe_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.optim.lr)
-    probe = _build_schedule(probe_opt, cfg, epochs)
-    for _ in range(epochs_done):
+    probe = _build_schedule(probe_opt, cfg, length)
+    for _ in range(done):
         probe_opt.step()  # no gradients: changes nothing, keeps the scheduler's order check quiet
         probe.step()
     state = probe.state_dict()
@@ -468,6 +486,8 @@ def _train_step(run: Run, batch: dict, params: list) -> tuple[torch.Tensor, dict
     if cfg.optim.grad_clip:
         torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.optim.grad_clip)
     run.opt.step()
+    if cfg.optim.schedule_every == "step":
+        run.sched.step()
     run.step += 1
     # the weights can overflow while the loss is still finite: never carry them to a checkpoint
     if not torch.isfinite(torch.stack([p.detach().abs().amax().float() for p in params])).all():

@@ -1,4 +1,5 @@
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -309,10 +310,12 @@ def _rows(out) -> list[dict]:
             for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_a_step_budget_run_interrupted_and_resumed_ends_like_the_uninterrupted_one(tiny_overrides, tmp_path):
+@pytest.mark.parametrize("every", ["epoch", "step"])
+def test_a_step_budget_run_interrupted_and_resumed_ends_like_the_uninterrupted_one(tiny_overrides, tmp_path,
+                                                                                   every):
     # 3 steps an epoch: 8 steps are 2 whole epochs and 2 steps of the third
     budget = [*tiny_overrides, "optim.epochs=10", "optim.max_steps=8", "optim.optimizer=adamw",
-              "optim.schedule=cosine", "model.dropout=0.5"]
+              "optim.schedule=cosine", f"optim.schedule_every={every}", "model.dropout=0.5"]
     train(load_config(None, [*budget, f"log.out_dir={tmp_path / 'full'}"]))
     parted = load_config(None, [*budget, f"log.out_dir={tmp_path / 'part'}"])
     train(parted, max_epochs=1)  # "interrupted" after epoch 1
@@ -341,3 +344,22 @@ def test_epoch_end_hooks_see_the_run_once_per_epoch(tiny_overrides, tmp_path):
     assert seen == [(1, 3, 1, 1, 3, 3, False, True), (2, 6, 2, 2, 6, 3, True, True), "second",
                     (3, 7, 3, 3, 7, 3, True, True), "second"]
     assert metrics["samples"] == 12
+
+
+def test_a_cosine_over_steps_follows_the_step_budget(tiny_overrides, tmp_path):
+    # 7 steps (3 an epoch): the cosine advances every step and reaches 0 at step 7; a row's lr is
+    # the one set for the next step
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=cosine",
+                             "optim.schedule_every=step"]))
+    rows = _rows(tmp_path / "run")
+    want = [1e-3 * (1 + math.cos(math.pi * step / 7)) / 2 for step in (3, 6)]
+    assert [r["lr"] for r in rows[:2]] == pytest.approx(want, rel=1e-9)
+    assert rows[2]["lr"] == pytest.approx(0, abs=1e-12)
+    # the step decay counts steps too (x0.5 after steps 2, 4 and 6), across a resume as well
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=step",
+                             "optim.step_size=2", "optim.gamma=0.5", "optim.schedule_every=step",
+                             f"log.out_dir={tmp_path / 'decay'}"]), max_epochs=1)
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=step",
+                             "optim.step_size=2", "optim.gamma=0.5", "optim.schedule_every=step",
+                             f"log.out_dir={tmp_path / 'decay'}"]), resume=True)
+    assert [r["lr"] for r in _rows(tmp_path / "decay")] == pytest.approx([1e-3 / 2, 1e-3 / 8, 1e-3 / 8])
