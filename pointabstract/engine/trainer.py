@@ -350,6 +350,7 @@ def _restore_run(run: Run, ckpt: dict, changes: dict) -> None:
         run.sched.load_state_dict(ckpt["scheduler"])
     except (ValueError, KeyError, RuntimeError) as err:
         raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
+    _check_not_cut(run, ckpt)
     if any(key.startswith("optim.") for key in changes):
         done = ckpt["epoch"] if cfg.optim.schedule_every == "epoch" else ckpt["step"]
         length = schedule_length(cfg, run.epochs, len(run.train_loader))
@@ -358,6 +359,19 @@ def _restore_run(run: Run, ckpt: dict, changes: dict) -> None:
     run.best, run.best_epoch = ckpt["best_metric"], ckpt["best_epoch"]
     run.metrics = dict(ckpt["metrics"])
     set_rng_state(ckpt["rng"])
+
+
+def _check_not_cut(run: Run, ckpt: dict) -> None:
+    """Refuse to train on from a checkpoint whose last epoch the step budget cut short: a run
+    resumes at an epoch boundary, so more steps would skip the rest of that epoch (and the
+    schedule would already have advanced for it): not the run the larger budget describes."""
+    done, budget = ckpt["step"], run.cfg.optim.max_steps
+    if done < ckpt["epoch"] * len(run.train_loader) and (budget == 0 or budget > done):
+        asked = "no step budget" if budget == 0 else f"optim.max_steps {budget}"
+        raise ValueError(f"{run.out / 'last.pt'} ended {done} steps in, inside epoch {ckpt['epoch']}, where "
+                         f"optim.max_steps {done} stopped it; a run resumes only at an epoch boundary, so "
+                         f"{asked} cannot continue it exactly: train the longer run anew (another "
+                         f"log.out_dir, or --overwrite)")
 
 
 def _run_epoch(run: Run) -> None:

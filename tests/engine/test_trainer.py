@@ -363,3 +363,20 @@ def test_a_cosine_over_steps_follows_the_step_budget(tiny_overrides, tmp_path):
                              "optim.step_size=2", "optim.gamma=0.5", "optim.schedule_every=step",
                              f"log.out_dir={tmp_path / 'decay'}"]), resume=True)
     assert [r["lr"] for r in _rows(tmp_path / "decay")] == pytest.approx([1e-3 / 2, 1e-3 / 8, 1e-3 / 8])
+
+
+def test_a_run_cut_mid_epoch_by_its_step_budget_is_not_extended(tiny_overrides, tmp_path):
+    # 7 steps of 3 an epoch: epoch 3 was cut after 1 of its 3 steps
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7"]))
+    for more in ("optim.max_steps=8", "optim.max_steps=0"):
+        with pytest.raises(ValueError, match=r"last.pt ended 7 steps in, inside epoch 3, where optim.max_steps 7 "
+                                             r"stopped it; a run resumes only at an epoch boundary, so "
+                                             r"(optim.max_steps 8|no step budget) cannot continue it exactly"):
+            train(load_config(None, [*tiny_overrides, "optim.epochs=10", more]), resume=True)
+    assert load_checkpoint(tmp_path / "run" / "last.pt")["step"] == 7  # nothing was touched
+    # a budget that ended on an epoch boundary continues exactly (tested above for epochs)
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=6",
+                             f"log.out_dir={tmp_path / 'whole'}"]))
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=8",
+                             f"log.out_dir={tmp_path / 'whole'}"]), resume=True)
+    assert load_checkpoint(tmp_path / "whole" / "last.pt")["step"] == 8
