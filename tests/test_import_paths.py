@@ -23,6 +23,10 @@ MOVED = [
     ("pointabstract.data.datasets.modelnet", "SAMPLINGS", "pointabstract.data.datasets.sampling"),
     ("pointabstract.data.datasets.modelnet", "list_folder", "pointabstract.data.datasets.folders"),
     ("pointabstract.data.datasets.modelnet", "read_names", "pointabstract.data.datasets.folders"),
+    ("pointabstract.engine.trainer", "ShardSampler", "pointabstract.engine.sampler"),
+    ("pointabstract.engine.trainer", "make_loader", "pointabstract.engine.sampler"),
+    ("pointabstract.engine.trainer", "build_optimizer", "pointabstract.engine.schedule"),
+    ("pointabstract.engine.trainer", "run_epochs", "pointabstract.engine.schedule"),
 ]
 
 

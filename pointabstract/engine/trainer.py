@@ -30,6 +30,8 @@ from .run_dir import (
     prepare_out_dir,
     remove_stale_temporaries,
 )
+from .sampler import ShardSampler, make_loader
+from .schedule import build_optimizer, replay_schedule, run_epochs, schedule_length
 from .sync_bn import convert_sync_batchnorm
 from .tasks import task_class
 from .tasks.preflight import check_before_training
@@ -38,90 +40,10 @@ __all__ = ["EpochEndHook", "Run", "ShardSampler", "TrainingDivergedError", "buil
            "run_epochs", "schedule_length", "train"]
 
 
-class ShardSampler(torch.utils.data.Sampler):
-    """Indices of one process's shard: a seeded shuffle per epoch (training) or the plain
-    order (evaluation), split round-robin over processes without padding or duplicates.
-
-    With ``batch_size`` (the global training batch, a multiple of ``world_size``), consecutive
-    per-process batches of ``batch_size / world_size`` together hold exactly the global batches
-    of a one-process run; a last global batch with fewer samples than processes (which would
-    leave a process without a batch) is dropped, which never happens with one process."""
-
-    def __init__(self, n: int, *, rank: int = 0, world_size: int = 1, shuffle: bool = False,
-                 seed: int = 0, batch_size: int | None = None):
-        self.n, self.rank, self.world, self.shuffle, self.seed = n, rank, world_size, shuffle, seed
-        self.epoch = 0
-        tail = n % batch_size if batch_size else 0
-        self.used = n - tail if 0 < tail < world_size else n
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __iter__(self):
-        if self.shuffle:
-            g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
-            order = torch.randperm(self.n, generator=g).tolist()
-        else:
-            order = list(range(self.n))
-        return iter(order[: self.used][self.rank :: self.world])
-
-    def __len__(self) -> int:
-        return len(range(self.rank, self.used, self.world))
-
-
-def build_optimizer(cfg: RunConfig, model: torch.nn.Module, *, epochs: int | None = None,
-                    steps_per_epoch: int = 1):
-    """Adam + step decay (the paper: 1e-3, x0.7 every 20 epochs) or AdamW + cosine over
-    ``epochs`` (default ``optim.epochs``; the trainer passes the epochs a step budget leaves), or,
-    with ``optim.schedule_every=step``, over their ``steps_per_epoch`` steps (see
-    :func:`schedule_length`)."""
-    o = cfg.optim
-    if o.optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    elif o.optimizer == "adamw":
-        opt = torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    else:
-        raise ValueError(f"optim.optimizer must be 'adam' or 'adamw', got {o.optimizer!r}")
-    epochs = cfg.optim.epochs if epochs is None else epochs
-    return opt, _build_schedule(opt, cfg, schedule_length(cfg, epochs, steps_per_epoch))
-
-
-def schedule_length(cfg: RunConfig, epochs: int, steps_per_epoch: int) -> int:
-    """How many times the schedule advances in a run of ``epochs`` epochs: once an epoch, or with
-    ``optim.schedule_every=step`` once an optimizer step (``optim.max_steps`` when it ends the run
-    first). A cosine schedule reaches 0 after that many advances."""
-    if cfg.optim.schedule_every == "epoch":
-        return epochs
-    steps = epochs * steps_per_epoch
-    return min(steps, cfg.optim.max_steps) if cfg.optim.max_steps > 0 else steps
-
-
-def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig, length: int):
-    o = cfg.optim
-    if o.schedule == "step":
-        return torch.optim.lr_scheduler.StepLR(opt, step_size=o.step_size, gamma=o.gamma)
-    if o.schedule == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, length))
-    raise ValueError(f"optim.schedule must be 'step' or 'cosine', got {o.schedule!r}")
-
-
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def make_loader(ds, sampler, batch_size: int, workers: int, *, generator: torch.Generator | None = None):
-    """A DataLoader over ``ds`` with our collate (ragged batches get ``lengths``).
-
-    Each pass over a DataLoader draws its workers' base seed from ``generator``, or from the
-    global torch RNG when it is None (what training draws dropout from): evaluation loaders get
-    a generator of their own, so that how often a run evaluates does not change its training."""
-    from ..data import collate
-
-    return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
-                                       collate_fn=collate, persistent_workers=False, generator=generator,
-                                       multiprocessing_context="fork" if workers else None)
 
 
 class TrainingDivergedError(ValueError):
@@ -179,7 +101,7 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
     The loop knows only the :class:`~pointabstract.engine.tasks.base.Task` protocol: the task
     gives datasets, the loss of a batch, metrics and which metric picks ``best.pt``. It stops
     after ``optim.epochs`` epochs or, with ``optim.max_steps``, after exactly that many
-    optimizer steps (mid-epoch; see :func:`run_epochs`).
+    optimizer steps (mid-epoch; see :func:`~pointabstract.engine.schedule.run_epochs`).
 
     Under DDP (torchrun) ``data.batch_size`` is the global batch, split evenly over the
     processes; the loss of each process is weighted so that the gradient is that of the global
@@ -193,7 +115,9 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
             (best.pt, curves, metrics.json, report.md written again). A resumed run continues as
             if it had been started with the current settings: a changed ``optim.epochs`` (or, with
             ``allow_config_change``, lr / schedule) gives the learning rate that schedule has at
-            the resumed epoch; ``optim.epochs`` below the epochs already done is refused.
+            the resumed epoch; ``optim.epochs`` below the epochs already done is refused, and so
+            is a larger step budget for a run whose budget ended inside an epoch (a run resumes
+            at epoch boundaries only).
         max_epochs: stop after this many epochs of this call (simulates an interruption).
         allow_config_change: on ``resume``, accept a config that differs from the checkpoint's
             in keys outside :data:`~pointabstract.engine.run_dir.FREE_TO_CHANGE`; the changes
@@ -354,7 +278,7 @@ def _restore_run(run: Run, ckpt: dict, changes: dict) -> None:
     if any(key.startswith("optim.") for key in changes):
         done = ckpt["epoch"] if cfg.optim.schedule_every == "epoch" else ckpt["step"]
         length = schedule_length(cfg, run.epochs, len(run.train_loader))
-        _replay_schedule(run.opt, run.sched, cfg, done, length)
+        replay_schedule(run.opt, run.sched, cfg, done, length)
     run.epoch, run.step = ckpt["epoch"], ckpt["step"]
     run.best, run.best_epoch = ckpt["best_metric"], ckpt["best_epoch"]
     run.metrics = dict(ckpt["metrics"])
@@ -410,34 +334,6 @@ def _checkpoint(run: Run) -> dict:
             "config": to_flat(cfg), "model_name": cfg.model, "task": cfg.task, "task_state": run.task.state(),
             "data_root_resolved": str(Path(cfg.data.root).resolve()),
             "best_metric": run.best, "best_epoch": run.best_epoch, "metrics": run.metrics}
-
-
-def run_epochs(cfg: RunConfig, steps_per_epoch: int) -> int:
-    """How many epochs a run trains: ``optim.epochs``, or fewer when ``optim.max_steps`` ends it
-    earlier (the last of them then stops mid-epoch). The cosine schedule spans these epochs (or,
-    with ``optim.schedule_every=step``, the run's steps: :func:`schedule_length`)."""
-    if cfg.optim.max_steps <= 0 or steps_per_epoch <= 0:
-        return cfg.optim.epochs
-    return min(cfg.optim.epochs, math.ceil(cfg.optim.max_steps / steps_per_epoch))
-
-
-def _replay_schedule(opt, sched, cfg: RunConfig, done: int, length: int) -> None:
-    """After resuming with changed ``optim.*`` settings, set the scheduler and the learning rate
-    to what a run started with ``cfg`` has after ``done`` advances of its schedule (epochs or
-    steps, of ``length``; replayed on a probe optimizer: the same floating-point steps as the
-    uninterrupted run), and the weight decay to ``cfg``'s. The optimizer's moments are kept."""
-    probe_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.optim.lr)
-    probe = _build_schedule(probe_opt, cfg, length)
-    for _ in range(done):
-        probe_opt.step()  # no gradients: changes nothing, keeps the scheduler's order check quiet
-        probe.step()
-    state = probe.state_dict()
-    state["base_lrs"] = [cfg.optim.lr for _ in opt.param_groups]
-    state["_last_lr"] = [probe_opt.param_groups[0]["lr"] for _ in opt.param_groups]
-    sched.load_state_dict(state)
-    for group in opt.param_groups:
-        group["lr"], group["initial_lr"] = probe_opt.param_groups[0]["lr"], cfg.optim.lr
-        group["weight_decay"] = cfg.optim.weight_decay
 
 
 def _diverged(err: ValueError, where: str, cfg: RunConfig) -> Exception:
