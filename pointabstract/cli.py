@@ -56,7 +56,7 @@ def _train(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     if metrics and int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 only
-        print(f"{task_class(cfg.task)(cfg).summary(metrics)}; outputs in {cfg.log.out_dir}")
+        print(f"{task_class(cfg.task).summary(metrics)}; outputs in {cfg.log.out_dir}")
     return 0
 
 
@@ -88,20 +88,25 @@ def _interrupted(args: argparse.Namespace, out_dir: str, terminated: bool) -> st
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .engine import default_eval_dir, evaluate_checkpoint, load_config, task_class
+    from .engine import default_eval_dir, evaluate_checkpoint, task_class
 
-    sections = [_capsule_section]  # adds itself to the reports of capsule autoencoders only
+    # the figure sections the viewer draws, by name: each run's task says which of them its report
+    # carries (engine/tasks/base.py::Task.figures); the neighbourhood figure only when asked for
     found: dict = {}  # the neighbourhood section's metrics, shown again by the page
-    if args.neighbourhoods:
-        sections.append(lambda run, out: _kept(_neighbourhood_section(run, out), found))
-    sections.append(_segmentation_section)  # part-segmentation runs only (others: no section)
-    sections.append(lambda run, out: _viewer_section(run, out, found.get("part_agreement_training_points")))
-    metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out,
-                                  votes=args.votes, device=args.device, sections=sections)
-    cfg = load_config(None, {"model": metrics["model"], "task": metrics["task"]})
+    sections = {"capsules": _capsule_section, "segmentation": _segmentation_section,
+                "neighbourhoods": lambda run, out: _kept(_neighbourhood_section(run, out), found),
+                "viewer": lambda run, out: _viewer_section(run, out, found.get(AGREEMENT))}
+    if not args.neighbourhoods:
+        del sections["neighbourhoods"]
+    metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out, votes=args.votes,
+                                  device=args.device, sections=sections,
+                                  asked=["neighbourhoods"] if args.neighbourhoods else [])
     out = args.out or default_eval_dir(args.checkpoint)
-    print(f"{task_class(cfg.task)(cfg).summary(metrics)}; report in {Path(out) / 'report.md'}")
+    print(f"{task_class(metrics['task']).summary(metrics)}; report in {Path(out) / 'report.md'}")
     return 0
+
+
+AGREEMENT = "part_agreement_training_points"  # the neighbourhood metrics the viewer page shows again
 
 
 def _kept(section: tuple[str, dict], found: dict) -> tuple[str, dict]:
@@ -159,23 +164,26 @@ def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
 
 def _capsule_section(run, out: Path) -> tuple[str, dict]:
     """The viewer's capsule figure (capsules.png: the points each latent capsule decodes, as in
-    Centroid Transformers Fig. 5) as an eval report section of a reconstruction run; nothing for
-    other tasks."""
-    if run.config.task != "reconstruction":
-        return "", {}
+    Centroid Transformers Fig. 5) as an eval report section (of the runs whose task names
+    ``capsules`` in its ``figures``: reconstruction)."""
     from .viz import capsule_section
 
     return _render_section("capsule", capsule_section, run, out)
 
 
 def _segmentation_section(run, out: Path) -> tuple[str, dict]:
-    """Part-segmentation runs: renders of true vs predicted parts (wrong points highlighted) and
-    of the tree's clusters as an eval report section; other runs: none."""
-    if run.config.task != "part_segmentation":
-        return "", {}
+    """Renders of true vs predicted parts (wrong points highlighted) and of the tree's clusters as
+    an eval report section (of the runs whose task names ``segmentation``: part segmentation)."""
     from .viz.segmentation.figures import segmentation_section
 
     return _render_section("part-segmentation", segmentation_section, run, out)
+
+
+def _tasks_taking(name: str, declared: str) -> str:
+    """The tasks whose ``declared`` attribute (``eval_options`` or ``figures``) names ``name``."""
+    from .engine.tasks import TASKS
+
+    return " and ".join(task for task, cls in TASKS.items() if name in getattr(cls, declared))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,12 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", type=Path,
                     help="report folder (default: <run>/eval_<checkpoint name>/, never the run's own report)")
     ev.add_argument("--votes", type=int,
-                    help="classification: average over this many augmented copies "
-                         "(default: the run's task.votes)")
+                    help=f"{_tasks_taking('votes', 'eval_options')} runs: average over this many augmented "
+                         "copies (default: the run's task.votes)")
     ev.add_argument("--device", default="cpu")
     ev.add_argument("--neighbourhoods", action="store_true",
-                    help="classification: add the feature-space vs 3D KNN figure (neighbourhoods.png) to the "
-                         "report (autoencoder reports always get the capsule figure, capsules.png)")
+                    help=f"{_tasks_taking('neighbourhoods', 'figures')} runs: add the feature-space vs 3D "
+                         "KNN figure (neighbourhoods.png) to the report (autoencoder reports always get the "
+                         "capsule figure, capsules.png)")
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks printed as tables")
@@ -243,10 +252,10 @@ def uncompiled_kernels(modules=None) -> list[str]:
     in all on a fresh install on 2 busy cores, 3 s when cached)."""
     if modules is None:
         try:
-            from .ops.kernels import fps, kdtree, neighbour, select
+            from .ops.kernels import fps, kdtree, neighbour_attention, select
         except ImportError:  # numba missing: the ops use other backends
             return []
-        modules = (fps, kdtree, neighbour, select)
+        modules = (fps, kdtree, neighbour_attention, select)
     missing = []
     for module in modules:
         for name, fn in vars(module).items():

@@ -1,9 +1,12 @@
 """The `pointabstract` command end to end on a tiny synthetic set."""
 
+import contextlib
+import io
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,8 +18,7 @@ import torch
 from pointabstract import cli
 from pointabstract.cli import main
 from pointabstract.data import generate_synthetic
-from tests.engine.test_preflight import resampled_layout
-from tests.fixtures import TINY_MODEL
+from tests.fixtures import resampled_layout, tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,39 +30,63 @@ def tiny_synthetic(tmp_path_factory):
     return root
 
 
-def test_train_then_eval(tiny_synthetic, tmp_path, capsys):
-    run = tmp_path / "run"
-    code = main(["train", "demo", f"data.root={tiny_synthetic}", "data.num_points=64", "data.workers=0",
-                 "optim.epochs=1", f"log.out_dir={run}", "log.progress=false", *TINY_MODEL])
-    assert code == 0 and (run / "last.pt").is_file()
-    assert "test overall accuracy" in capsys.readouterr().out
-    code = main(["eval", str(run / "last.pt"), "--out", str(tmp_path / "report")])
-    assert code == 0
+def _train_demo(root, run, epochs: int, *extra) -> int:
+    return main(["train", "demo", *extra, f"data.root={root}", "data.num_points=64", "data.workers=0",
+                 f"optim.epochs={epochs}", f"log.out_dir={run}", "log.progress=false",
+                 *tiny_model("centroid_transformer")])
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_synthetic, tmp_path_factory):
+    """A one-epoch demo run (its folder) and what ``train`` printed."""
+    run = tmp_path_factory.mktemp("cli") / "run"
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert _train_demo(tiny_synthetic, run, 1) == 0
+    return run, out.getvalue()
+
+
+def test_train_writes_a_checkpoint_and_prints_the_test_accuracy(trained):
+    run, out = trained
+    assert (run / "last.pt").is_file() and "test overall accuracy" in out
+
+
+def test_eval_writes_metrics_and_a_report(trained, tmp_path):
+    run, _ = trained
+    assert main(["eval", str(run / "last.pt"), "--out", str(tmp_path / "report")]) == 0
     metrics = json.loads((tmp_path / "report" / "metrics.json").read_text())
     assert metrics["samples"] == 32 and len(metrics["class_names"]) == 16
     assert "![confusion matrix](confusion.png)" in (tmp_path / "report" / "report.md").read_text()
-    # --resume before the overrides; a longer run is not a config change that needs asking
-    code = main(["train", "demo", "--resume", f"data.root={tiny_synthetic}", "data.num_points=64", "data.workers=0",
-                 "optim.epochs=2", f"log.out_dir={run}", "log.progress=false", *TINY_MODEL])
-    assert code == 0 and torch.load(run / "last.pt", weights_only=False)["epoch"] == 2
-    capsys.readouterr()
-    if not torch.cuda.is_available():
-        assert main(["eval", str(run / "last.pt"), "--device", "cuda"]) == 2
-        err = capsys.readouterr().err
-        assert err.startswith("error: --device 'cuda' asked for, but CUDA is not available") or \
-            err.startswith("error: device 'cuda' asked for"), err
 
 
-def test_helpful_errors(tmp_path, capsys):
+def test_resume_before_the_overrides_trains_on_without_asking(trained, tiny_synthetic, tmp_path):
+    # a longer run is not a config change that needs asking
+    run = shutil.copytree(trained[0], tmp_path / "run")
+    assert _train_demo(tiny_synthetic, run, 2, "--resume") == 0
+    assert torch.load(run / "last.pt", weights_only=False)["epoch"] == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a CPU-only machine")
+def test_eval_on_cuda_without_cuda_is_one_line(trained, capsys):
+    assert main(["eval", str(trained[0] / "last.pt"), "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --device 'cuda' asked for, but CUDA is not available") or \
+        err.startswith("error: device 'cuda' asked for"), err
+
+
+def test_a_missing_dataset_names_the_command_that_writes_one(tmp_path, capsys):
     assert main(["train", "demo", f"data.root={tmp_path / 'nothing'}", f"log.out_dir={tmp_path / 'run'}"]) == 2
     err = capsys.readouterr().err
     assert "no ModelNet layout found" in err and "pointabstract data synth (writes datasets/synthetic)" in err
     assert f"--out {tmp_path / 'nothing'}" not in err  # never a hint to write into the user's folder
-    assert main(["train", "demo", "optim.lr_rate=3"]) == 2
-    assert "unknown config key(s) ['optim.lr_rate']" in capsys.readouterr().err
+
+
+def test_an_unknown_config_key_is_named(capsys):
+    _fails(["train", "demo", "optim.lr_rate=3"], r"unknown config key\(s\) \['optim.lr_rate'\]", capsys)
+
+
+def test_an_unreadable_checkpoint_is_one_line(tmp_path, capsys):
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
-    assert main(["eval", str(tmp_path / "bad.pt")]) == 2
-    assert "is not a readable checkpoint" in capsys.readouterr().err
+    _fails(["eval", str(tmp_path / "bad.pt")], r"is not a readable checkpoint", capsys)
 
 
 def _fails(argv, pattern, capsys, code=2):
@@ -117,33 +143,38 @@ def test_cuda_on_a_cpu_machine_is_one_line(capsys):
 
 
 def test_bench_ops_checks_arguments_before_running(tmp_path, a_file, capsys):
-    _fails(["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0", capsys)
+    _fails(["bench", "ops", "--repeats", "0"], r"--repeats must be a positive int, got 0", capsys)
     _fails(["bench", "ops", "--quick", "--out", str(a_file / "ops.md")], r"--out .*a_file/ops.md", capsys)
     _fails(["bench", "ops", "--quick", "--out", "/sys/pointabstract-test/ops.md"], r"cannot be written", capsys)
     _fails(["bench", "ops", "--quick", "--out", str(tmp_path)], r"is a folder; give a file name", capsys)
-    _fails(["bench", "models", "--repeats", "0"], r"--repeats must be >= 1, got 0", capsys)
+    _fails(["bench", "models", "--repeats", "0"], r"--repeats must be a positive int, got 0", capsys)
 
 
-def test_foreign_checkpoints_are_named(tmp_path, capsys):
-    torch.save(torch.nn.Linear(2, 3).state_dict(), tmp_path / "state_dict.pt")
-    _fails(["eval", str(tmp_path / "state_dict.pt")], r"is not a pointabstract checkpoint \(a plain state_dict",
-           capsys)
-    torch.save({"model": {}, "config": "x", "epoch": 3}, tmp_path / "odd.pt")
-    _fails(["eval", str(tmp_path / "odd.pt")], r"is not a pointabstract checkpoint \(a dict, its 'config'", capsys)
-    torch.save([1, 2], tmp_path / "list.pt")
-    _fails(["eval", str(tmp_path / "list.pt")], r"is not a pointabstract checkpoint \(a list", capsys)
+@pytest.mark.parametrize("content, pattern", [
+    (torch.nn.Linear(2, 3).state_dict(), r"is not a pointabstract checkpoint \(a plain state_dict"),
+    ({"model": {}, "config": "x", "epoch": 3}, r"is not a pointabstract checkpoint \(a dict, its 'config'"),
+    ([1, 2], r"is not a pointabstract checkpoint \(a list")])
+def test_a_foreign_checkpoint_is_named(tmp_path, capsys, content, pattern):
+    torch.save(content, tmp_path / "foreign.pt")
+    _fails(["eval", str(tmp_path / "foreign.pt")], pattern, capsys)
+
+
+def test_a_missing_checkpoint_is_named(tmp_path, capsys):
     _fails(["eval", str(tmp_path / "missing.pt")], r"checkpoint .*missing.pt does not exist", capsys)
 
 
-def test_resume_flag_anywhere_and_unknown_arguments(tmp_path, capsys):
+def test_resume_with_nothing_to_resume_is_one_line(tmp_path, capsys):
     _fails(["train", "demo", "--resume", f"log.out_dir={tmp_path / 'none'}", "device=cpu"],
            r"nothing to resume in .*none: no last.pt", capsys)
+
+
+def test_unknown_arguments_after_resume_are_refused(capsys):
     with pytest.raises(SystemExit):
         main(["train", "demo", "--resume", "--bogus"])
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
-def test_bugs_keep_their_traceback(monkeypatch, capsys):
+def test_bugs_keep_their_traceback(monkeypatch):
     import pointabstract.engine as engine
 
     def broken(*args, **kwargs):
@@ -152,7 +183,9 @@ def test_bugs_keep_their_traceback(monkeypatch, capsys):
     monkeypatch.setattr(engine, "load_config", broken)
     with pytest.raises(KeyError, match="a bug"):
         main(["train", "demo"])
-    monkeypatch.undo()
+
+
+def test_debug_shows_the_traceback_of_user_errors(monkeypatch):
     monkeypatch.setenv("POINTABSTRACT_DEBUG", "1")
     with pytest.raises(ValueError, match="optim.epochs must be >= 1"):
         main(["train", "demo", "optim.epochs=0"])
@@ -202,7 +235,7 @@ def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
 def test_an_interrupted_training_says_what_is_kept_and_how_to_continue(tiny_synthetic, tmp_path, signum, code, how):
     out = tmp_path / "run #1"
     args = ["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "data.num_points=48",
-            "data.workers=0", "optim.epochs=50", "log.tensorboard=false", "data.batch_size=4", *TINY_MODEL]
+            "data.workers=0", "optim.epochs=50", "log.tensorboard=false", "data.batch_size=4", *tiny_model("centroid_transformer")]
     # a job started in the background of a non-interactive shell inherits SIGINT ignored: restore it
     proc = subprocess.Popen([sys.executable, "-m", "pointabstract.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
@@ -236,7 +269,7 @@ def test_bad_presets_are_one_line_and_start_nothing(tmp_path, capsys, monkeypatc
 def test_an_override_path_keeps_its_hash(tiny_synthetic, tmp_path, capsys):
     out = tmp_path / "exp #1"
     assert main(["train", "demo", f"data.root={tiny_synthetic}", f"log.out_dir={out}", "optim.epochs=1",
-                 "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *TINY_MODEL]) == 0
+                 "data.workers=0", "log.progress=false", "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer")]) == 0
     assert (out / "last.pt").is_file() and not (tmp_path / "exp").exists()
 
 
@@ -328,3 +361,22 @@ def test_each_command_on_a_partial_install_names_its_extras(tmp_path, blocked, e
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (command, err)
         assert err.startswith(f"error: pointabstract {command} needs "), (command, err)
         assert err.endswith(f'pip install "pointabstract[{extras}]"\n'), (command, err)
+
+
+def test_eval_options_of_another_task_are_one_line_naming_option_and_task(tmp_path, capsys):
+    from pointabstract.engine import atomic_save, build_task, load_config, to_flat
+    from pointabstract.models import MODELS, build_model
+
+    name = "capsule_ae_demo_ca"
+    cfg = load_config(None, {"model": name, **{f"model.{k}": v for k, v in MODELS[name].tiny.items()}})
+    net = build_model(cfg.model, **{**cfg.model_args, **build_task(cfg).model_args()})
+    atomic_save({"model": net.state_dict(), "config": to_flat(cfg), "epoch": 1, "task_state": {}}, tmp_path / "ae.pt")
+    for flag, said in [(["--votes", "3"], "votes does not apply to {}, a 'reconstruction' checkpoint (eval options "
+                                          "of the 'reconstruction' task: none)"),
+                       (["--neighbourhoods"], "the neighbourhoods figure does not apply to {}, a 'reconstruction' "
+                                              "checkpoint (figures of the 'reconstruction' task's report: capsules, "
+                                              "viewer)")]:
+        assert main(["eval", str(tmp_path / "ae.pt"), "--out", str(tmp_path / "eval"), *flag]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: {said.format(tmp_path / 'ae.pt')}\n"
+    assert not (tmp_path / "eval").exists()  # refused before anything was evaluated or written

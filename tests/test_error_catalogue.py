@@ -33,16 +33,16 @@ P = torch.rand(2, 64, 3, generator=torch.Generator().manual_seed(0))
 
 
 def _reconstruction(overrides):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
 
-    return task_class("reconstruction")(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
+    return build_task(load_config(None, ["model=capsule_ae_demo_dr", *overrides]))
 
 
 def _task(overrides):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
 
     cfg = load_config(None, overrides)
-    return task_class(cfg.task)(cfg)
+    return build_task(cfg)
 
 
 def _metrics():
@@ -51,21 +51,9 @@ def _metrics():
     return metrics
 
 
-def _seg():
-    from pointabstract.engine.tasks import part_segmentation
-
-    return part_segmentation
-
-
-def _rec():
-    from pointabstract.engine.tasks import reconstruction
-
-    return reconstruction
-
-
 def _train_on_broken_files(tmp_path):
     from pointabstract.engine import train
-    from tests.engine.test_preflight import resampled_layout
+    from tests.fixtures import resampled_layout
 
     root = resampled_layout(tmp_path / "data")
     return train(load_config(None, [f"data.root={root}", "data.num_points=32", "data.workers=2",
@@ -73,11 +61,11 @@ def _train_on_broken_files(tmp_path):
 
 
 def _batches_of_one(overrides, size):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
     from pointabstract.engine.tasks.preflight import check_batch_statistics
 
     cfg = load_config(None, ["model=capsule_ae_demo_dr", *overrides])
-    return check_batch_statistics(cfg, task_class(cfg.task)(cfg), size)
+    return check_batch_statistics(cfg, build_task(cfg), size)
 
 
 def _write(path, text):
@@ -103,38 +91,51 @@ def _run_folder(t):
 
 def _part_batch(n_part=64, category=(0, 0), part=0):
     """A part-segmentation training step on a tiny model, with a batch of 2 shapes of 64 points."""
-    from pointabstract.engine.tasks import part_segmentation, task_class
+    from pointabstract.engine.tasks import build_task, part_segmentation
 
     cfg = load_config(None, ["model=sequoia_seg_demo"])
     batch = {"pos": torch.rand(2, 64, 3), "category": torch.tensor(category),
              "part": torch.full((2, n_part), part, dtype=torch.int64)}
-    assert task_class(cfg.task) is part_segmentation.PartSegmentationTask
-    return task_class(cfg.task)(cfg).step(build_model("sequoia_seg_demo", tiny=True), batch, "cpu")
+    task = build_task(cfg)
+    assert isinstance(task, part_segmentation.PartSegmentationTask)
+    return task.step(build_model("sequoia_seg_demo", tiny=True), batch, "cpu")
 
 
 def _part_layout_missing_shape(tmp_path):
-    from tests.data.datasets.test_shapenet_part import write_normal
+    from tests.fixtures import write_normal
 
     folder = write_normal(tmp_path)
     next(folder.glob("*/m0.txt")).unlink()
     return data.ShapeNetPart(tmp_path, "train")
 
 
-def _predictor(t, model="centroid_transformer", **flat):
-    """The predictor of an untrained tiny checkpoint of ``model`` (registry tiny size) written under ``t``."""
+def _tiny_checkpoint(t, model="centroid_transformer", **flat):
+    """An untrained checkpoint of ``model`` at its registry tiny size, written to ``t/p.pt``."""
     from pointabstract.engine import to_flat
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
     from pointabstract.models import MODELS
-    from pointabstract.predict import load
     from pointabstract.predict.loading import _adopt_names
 
     cfg = load_config(None, {"model": model, **{f"model.{k}": v for k, v in MODELS[model].tiny.items()}, **flat})
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     state = {"class_names": ["a", "b", "c"]} if cfg.task == "classification" else {}
     _adopt_names(task, cfg, state, "tiny")
     net = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
     atomic_save({"model": net.state_dict(), "config": to_flat(cfg), "epoch": 1, "task_state": state}, t / "p.pt")
-    return load(t / "p.pt")
+    return t / "p.pt"
+
+
+def _predictor(t, model="centroid_transformer", **flat):
+    """The predictor of an untrained tiny checkpoint of ``model`` (registry tiny size) written under ``t``."""
+    from pointabstract.predict import load
+
+    return load(_tiny_checkpoint(t, model, **flat))
+
+
+def _evaluate(path, **kwargs):
+    from pointabstract.engine import evaluate_checkpoint
+
+    return evaluate_checkpoint(path, **kwargs)
 
 
 C48 = np.random.default_rng(0).normal(size=(48, 3)).astype(np.float32)
@@ -189,8 +190,17 @@ ROWS = [
      r"chair.ply: file not found"),
     ("predict: top_k on an autoencoder", lambda t: _predictor(t, "capsule_ae_demo_ca").predict(C48, top_k=3),
      ValueError, r"top_k applies to classification checkpoints; .*p.pt is a 'reconstruction' model"),
+    ("eval: votes on a reconstruction checkpoint",
+     lambda t: _evaluate(_tiny_checkpoint(t, "capsule_ae_demo_ca"), votes=3, out_dir=t / "eval"), ValueError,
+     r"votes does not apply to .*p.pt, a 'reconstruction' checkpoint \(eval options of the 'reconstruction' task: "
+     r"none\)"),
+    ("eval: the neighbourhood figure of a part-segmentation checkpoint",
+     lambda t: _evaluate(_tiny_checkpoint(t, "sequoia_seg_demo", **{"data.dataset": "shapenet_part"}), sections={"neighbourhoods": print},
+                         asked=["neighbourhoods"], out_dir=t / "eval"), ValueError,
+     r"the neighbourhoods figure does not apply to .*p.pt, a 'part_segmentation' checkpoint \(figures of the "
+     r"'part_segmentation' task's report: segmentation, viewer\)"),
     ("predict: zero votes", lambda t: _predictor(t).predict(C48, votes=0), ValueError,
-     r"votes must be a positive integer, got 0"),
+     r"votes must be a positive int, got 0"),
     ("predict: normalize='none' on an autoencoder",
      lambda t: _predictor(t, "capsule_ae_demo_ca").predict(C48, normalize="none"), ValueError,
      r"normalize='none' does not apply to reconstruction: its training normalises every cloud"),
@@ -324,9 +334,9 @@ ROWS = [
     ("config: data.test_fraction of 1", lambda t: load_config(None, ["data.test_fraction=1"]), ValueError,
      r"data.test_fraction must be in \(0, 1\), got 1.0"),
     ("ModelNet40: unknown split", lambda t: data.ModelNet40(t, "val"), ValueError,
-     r"split must be one of \('train', 'test'\), got 'val'"),
+     r"split must be one of \['train', 'test'\], got 'val'"),
     ("ModelNet40: unknown sampling", lambda t: data.ModelNet40(t, "train", sampling="best"), ValueError,
-     r"sampling must be one of \('first', 'random', 'fps'\), got 'best'"),
+     r"sampling must be one of \['first', 'random', 'fps'\], got 'best'"),
     ("ModelNet40: num_points = 0", lambda t: data.ModelNet40(t, "train", num_points=0), ValueError,
      r"num_points must be a positive int or None, got 0"),
     ("ShapeNetPart: no dataset at root", lambda t: data.ShapeNetPart(t / "nothing", "train"),
@@ -334,7 +344,7 @@ ROWS = [
     ("RandomScale: high < low", lambda t: data.RandomScale(2, 1), ValueError,
      r"high must be a finite number in \[2.0, inf\), got 1.0"),
     ("RandomScale: negative low", lambda t: data.RandomScale(-1, 1), ValueError,
-     r"low must be a finite number in \(0.0, inf\), got -1.0"),
+     r"low must be a positive finite number, got -1.0"),
     ("RandomTranslate: negative shift", lambda t: data.RandomTranslate(-0.1), ValueError,
      r"max_shift must be a finite number in \[0.0, inf\), got -0.1"),
     ("RandomRotate: unknown axis", lambda t: data.RandomRotate("w"), ValueError,
@@ -344,7 +354,7 @@ ROWS = [
     ("RandomDropout: ratio >= 1", lambda t: data.RandomDropout(1.5), ValueError,
      r"max_ratio must be a finite number in \[0.0, 1.0\), got 1.5"),
     ("Compose: not callables", lambda t: data.Compose([1, 2]), TypeError, r"transforms\[0\] is not callable: 1"),
-    ("Resample: n = 0", lambda t: data.Resample(0), ValueError, r"n must be >= 1, got 0"),
+    ("Resample: n = 0", lambda t: data.Resample(0), ValueError, r"n must be a positive int, got 0"),
     ("collate: no samples", lambda t: data.collate([]), ValueError,
      r"samples is empty: cannot collate a batch of 0 samples"),
     ("collate: sample without pos", lambda t: data.collate([{"label": 1}]), ValueError,
@@ -355,7 +365,7 @@ ROWS = [
      ValueError, r"faces must have shape \(F, 3\) with F > 0, got \(0, 3\)"),
     ("generate_synthetic: no shapes per class",
      lambda t: data.generate_synthetic(t / "s", train_per_class=0, progress=False), ValueError,
-     r"train_per_class must be an int >= 1, got 0"),
+     r"train_per_class must be a positive int, got 0"),
     # --- files and checkpoints ---------------------------------------------------------------
     ("read_off: missing file", lambda t: data.read_off(t / "none.off"), ValueError,
      r"none.off: cannot read OFF file \(\[Errno 2\] No such file or directory"),
@@ -485,15 +495,15 @@ ROWS = [
      lambda t: _metrics().ConfusionMatrix(3).update(torch.rand(2, 4), torch.tensor([0, 1])), ValueError,
      r"logits must have shape \(B, C\) = \(2, 3\), got \(2, 4\)"),
     ("part IoU: predicted part id out of range",
-     lambda t: _seg().shape_ious(torch.tensor([[6, 50]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     lambda t: _metrics().shape_ious(torch.tensor([[6, 50]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
      r"pred values must lie in \[0, 49\], got values in \[6, 50\]"),
     ("part IoU: prediction and truth of different sizes",
-     lambda t: _seg().shape_ious(torch.tensor([[6, 7, 7]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
+     lambda t: _metrics().shape_ious(torch.tensor([[6, 7, 7]]), torch.tensor([[6, 7]]), torch.tensor([2])), ValueError,
      r"pred must have shape \(B, N\) = \(1, 2\), got \(1, 3\)"),
     ("capsule purity: part id >= num_parts",
-     lambda t: _rec().capsule_purity(P, P, torch.full((2, 64), 4), torch.zeros(64, dtype=torch.int64), num_parts=4),
+     lambda t: _metrics().capsule_purity(P, P, torch.full((2, 64), 4), torch.zeros(64, dtype=torch.int64), num_parts=4),
      ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
-    ("F-score: zero threshold", lambda t: _rec().reconstruction_scores(P, P, threshold=0), ValueError,
+    ("F-score: zero threshold", lambda t: _metrics().reconstruction_scores(P, P, threshold=0), ValueError,
      r"threshold must be a positive finite number, got 0.0"),
     ("train: a NaN in a training file", lambda t: _train_on_broken_files(t), ValueError,
      r"the training set cannot be read, found before training: .*bathtub_0001.txt: non-finite value \(NaN or "
@@ -586,13 +596,13 @@ ROWS = [
     ("pyg.radius: NaN r", lambda t: pyg.radius(X10, X10, float("nan")), ValueError,
      r"r must be a positive finite number, got nan"),
     ("pyg.radius: max_num_neighbors = 0", lambda t: pyg.radius(X10, X10, 0.5, max_num_neighbors=0), ValueError,
-     r"max_num_neighbors must be a positive int, got 0"),
+     r"max_num_neighbors must be a positive int or None, got 0"),
     ("pyg.radius: NaN nodes", lambda t: pyg.radius(X10, X10 * float("nan"), 0.5), ValueError,
      r"y holds NaN or Inf values"),
     ("pyg.radius_graph: negative r", lambda t: pyg.radius_graph(X10, -1.0), ValueError,
      r"r must be a positive finite number, got -1.0"),
     ("pyg.radius_graph: max_num_neighbors = 0", lambda t: pyg.radius_graph(X10, 0.5, max_num_neighbors=0),
-     ValueError, r"max_num_neighbors must be a positive int, got 0"),
+     ValueError, r"max_num_neighbors must be a positive int or None, got 0"),
     ("pyg.radius_graph: batch not sorted", lambda t: pyg.radius_graph(X10, 0.5, UNSORTED), ValueError,
      r"batch must hold non-negative cloud ids sorted in ascending order"),
     ("pyg.radius_graph: a float batch vector", lambda t: pyg.radius_graph(X10, 0.5, torch.zeros(10)), TypeError,
@@ -638,7 +648,7 @@ CLI_ROWS = [
     ("train: model.widths not a list", ["train", "demo", "model.widths=abcd"], r"model.widths must be a list"),
     ("view: --context-pool on a foreign file", ["view", "{file}", "--context-pool", "0", "--png", "{tmp}/cp.png"],
      r"file is not a readable checkpoint"),
-    ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be >= 1, got 0"),
+    ("bench ops: zero repeats", ["bench", "ops", "--repeats", "0"], r"--repeats must be a positive int, got 0"),
     ("bench ops: --out under a file", ["bench", "ops", "--out", "{file}/ops.md"], r"--out .*file/ops.md"),
     ("train: --resume and --overwrite", ["train", "demo", "--resume", "--overwrite"],
      r"--resume continues the run in log.out_dir and --overwrite replaces it: give one"),
@@ -647,13 +657,13 @@ CLI_ROWS = [
      r"nothing to run: --skip-timing and --train-steps 0 select no measurement \(.*capsules.md and "
      r".*capsules.json are left as they were\)"),
     ("bench capsules: zero seeds", ["bench", "capsules", "--seeds", "0", "--results", "{tmp}/bench"],
-     r"--seeds must be >= 1 \(training runs per routing\), got 0"),
+     r"--seeds must be a positive int \(training runs per routing\), got 0"),
     ("bench contextpool: zero steps", ["bench", "contextpool", "--steps", "0", "--out-dir", "{tmp}/bench"],
-     r"--steps must be >= 1, got 0"),
+     r"--steps must be a positive int, got 0"),
     ("bench data: nothing to time", ["bench", "data", "--root", "{tmp}", "--synth-per-class", "0",
                                      "--out", "{tmp}/data.md"],
      r"nothing to run: --root .* holds no ModelNet layout and --synth-per-class 0 skips the generation row"),
-    ("bench sequoia: N = 0", ["bench", "sequoia", "--ns", "0"], r"--ns must be >= 1, got \[0\]"),
+    ("bench sequoia: N = 0", ["bench", "sequoia", "--ns", "0"], r"--ns must be a positive int, got 0"),
     ("bench capsules: --results under a file", ["bench", "capsules", "--results", "{file}/bench"],
      r"--results .*file/bench/capsules.md: folder .*file/bench cannot be written: Not a directory"),
     ("train: task.scale of one value", ["train", "parts_demo", "task.scale=[0.5]", "log.out_dir={tmp}/run"],
@@ -667,14 +677,14 @@ CLI_ROWS = [
     ("data synth: one point per shape", ["data", "synth", "--out", "{tmp}/s", "--num-points", "1"],
      r"num_points must be an int >= 2 \(one point cannot be centred and scaled into the unit sphere\)"),
     ("data synth: zero shapes per class", ["data", "synth", "--out", "{tmp}/s", "--train-per-class", "0"],
-     r"train_per_class must be an int >= 1, got 0"),
+     r"train_per_class must be a positive int, got 0"),
     ("data synth: no generating process", ["data", "synth", "--out", "{tmp}/s", "--workers", "0"],
-     r"workers must be an int >= 1, got 0"),
+     r"workers must be a positive int, got 0"),
     ("data synth: a nuisance switch on the easy level", ["data", "synth", "--out", "{tmp}/s", "--no-noise"],
      r"--no-noise applies to --level hard only \(the easy set has no nuisances\)"),
     ("data synth: hard level, zero test shapes", ["data", "synth", "--level", "hard", "--out", "{tmp}/s",
                                                    "--test-per-class", "0"],
-     r"test_per_class must be an int >= 1, got 0"),
+     r"test_per_class must be a positive int, got 0"),
     ("data synth: hard level, one point per shape", ["data", "synth", "--level", "hard", "--out", "{tmp}/s",
                                                       "--num-points", "1"],
      r"num_points must be an int >= 2 \(one point cannot be centred and scaled into the unit sphere\), got 1"),
@@ -682,11 +692,11 @@ CLI_ROWS = [
                                                 "--seed", "-1"],
      r"seed must be an int >= 0, got -1"),
     ("bench curves: a zero budget", ["bench", "curves", "capsules", "--budgets", "0", "--dry-run"],
-     r"--budgets must be distinct integers >= 1, got \[0\]"),
+     r"--budgets must be a positive int, got 0"),
     ("bench curves: a budget given twice", ["bench", "curves", "capsules", "--budgets", "3", "3", "--dry-run"],
-     r"--budgets must be distinct integers >= 1, got \[3, 3\]"),
+     r"--budgets must be distinct, got \[3, 3\]"),
     ("bench curves: a negative budget", ["bench", "curves", "sequoia_seg", "--budgets", "-2", "--dry-run"],
-     r"--budgets must be distinct integers >= 1, got \[-2\]"),
+     r"--budgets must be a positive int, got -2"),
     ("view --html: a folder", ["view", "{file}", "--html", "{tmp}"],
      r"--html .* is a folder; give a file name such as .*viewer.html"),
     ("view --html: a folder that cannot be written", ["view", "{file}", "--html", "{file}/viewer.html"],

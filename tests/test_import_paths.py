@@ -14,6 +14,16 @@ MOVED = [
     ("pointabstract.engine.tasks.reconstruction", "capsule_purity", "pointabstract.engine.metrics"),
     ("pointabstract.engine.tasks.reconstruction", "capsule_purity_naive", "pointabstract.engine.metrics"),
     ("pointabstract.engine", "ConfusionMatrix", "pointabstract.engine.metrics"),
+    ("pointabstract.engine.metrics", "ConfusionMatrix", "pointabstract.engine.metrics.confusion"),
+    ("pointabstract.engine.metrics", "reconstruction_scores", "pointabstract.engine.metrics.reconstruction"),
+    ("pointabstract.engine.metrics", "capsule_purity", "pointabstract.engine.metrics.purity"),
+    ("pointabstract.engine.metrics", "shape_ious", "pointabstract.engine.metrics.part_iou"),
+    ("pointabstract.engine.tasks.part_segmentation", "shape_ious", "pointabstract.engine.metrics"),
+    ("pointabstract.engine.tasks.part_segmentation", "shape_ious_naive", "pointabstract.engine.metrics"),
+    ("pointabstract.engine.tasks.part_segmentation", "restrict_to_category", "pointabstract.engine.metrics"),
+    ("pointabstract.engine.tasks.part_segmentation", "check_part_labels", "pointabstract.engine.metrics"),
+    ("pointabstract.engine.tasks.part_segmentation", "PartIoU", "pointabstract.engine.metrics"),
+    ("pointabstract.engine.tasks", "missing_dataset", "pointabstract.engine.tasks.base"),
     ("pointabstract.data", "prepare_off_cache", "pointabstract.data.datasets.off_cache"),
     ("pointabstract.data.datasets", "prepare_off_cache", "pointabstract.data.datasets.off_cache"),
     ("pointabstract.data", "read_off", "pointabstract.data.datasets.off"),
@@ -27,6 +37,9 @@ MOVED = [
     ("pointabstract.engine.trainer", "make_loader", "pointabstract.engine.sampler"),
     ("pointabstract.engine.trainer", "build_optimizer", "pointabstract.engine.schedule"),
     ("pointabstract.engine.trainer", "run_epochs", "pointabstract.engine.schedule"),
+    # Sequoia's attention: nn/tree_attention.py became nn/sequoia_attention.py (issue 31)
+    ("pointabstract.nn", "SequoiaAttention", "pointabstract.nn.sequoia_attention"),
+    ("pointabstract.nn", "sequoia_attention_naive", "pointabstract.nn.sequoia_attention_naive"),
 ]
 
 

@@ -10,7 +10,7 @@ import torch
 import pointabstract
 from pointabstract.ops import farthest_point_sample
 from pointabstract.predict import ClassPrediction, PartPrediction, Reconstruction
-from tests.predict_runs import eval_outputs, tiny_runs
+from tests.fixtures import eval_outputs, tiny_runs
 
 
 @pytest.fixture(scope="module")

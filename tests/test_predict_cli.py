@@ -12,7 +12,7 @@ import torch
 import pointabstract
 from pointabstract.cli import main
 from pointabstract.data import read_ply_points, write_off
-from tests.predict_runs import tiny_runs
+from tests.fixtures import tiny_runs
 
 
 @pytest.fixture(scope="module")
@@ -126,15 +126,13 @@ def test_a_classifier_trained_on_a_folder_of_own_shapes(tmp_path, monkeypatch, c
     coordinates as the folder dataset fed them (so eval's samples get eval's probabilities), and
     predict runs over the same folder."""
     from pointabstract.engine import load_config, train
-    from tests.data.datasets.test_folder import write_shapes
-    from tests.fixtures import TINY_MODEL
-    from tests.predict_runs import eval_outputs
+    from tests.fixtures import eval_outputs, tiny_model, write_shapes
 
     monkeypatch.setenv("POINTABSTRACT_CACHE", str(tmp_path / "cache"))
     shapes = write_shapes(tmp_path / "my shapes", per_class=4)
     train(load_config(None, [f"data.root={shapes}", f"log.out_dir={tmp_path / 'run'}", "data.dataset=folder",
                              "data.num_points=48", "data.batch_size=3", "data.workers=0", "optim.epochs=1",
-                             "log.progress=false", "log.tensorboard=false", *TINY_MODEL]))
+                             "log.progress=false", "log.tensorboard=false", *tiny_model("centroid_transformer")]))
     checkpoint = tmp_path / "run" / "last.pt"
     predictor = pointabstract.load(checkpoint)
     assert predictor.class_names == ["pyramid", "slab", "tetra"] and predictor.frame == "none"

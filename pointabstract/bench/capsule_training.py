@@ -73,7 +73,7 @@ def category_part_counts(model, ds, category: str) -> dict:
         ``{"category", "shapes", "parts": part names, "counts": (L, parts) nested list}``.
     """
     from ..data import SHAPENET_PART, collate
-    from ..engine.tasks.reconstruction import capsule_purity
+    from ..engine.metrics import capsule_purity
 
     cat = next(i for i, c in enumerate(SHAPENET_PART) if c.name == category)
     mine = [ds[i] for i in range(len(ds)) if int(ds[i]["category"]) == cat]

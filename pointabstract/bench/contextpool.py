@@ -111,13 +111,13 @@ def measure_cost(host: str, variant: str, *, data: str, repeats: int, tiny: bool
     import torch
 
     from ..data import collate
-    from ..engine import task_class
+    from ..engine import build_task
     from ..engine.trainer import build_optimizer
     from ..models import build_model
     from .measure import measure_step
 
     cfg = _config(host, variant, data, 0, tiny=tiny)
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     train = task.dataset("train", train=True)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).train()

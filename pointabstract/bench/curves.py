@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .parts import budget as parts_budget
+from .records import check_at_least
 
 __all__ = ["COMPARISONS", "Comparison", "add_arguments", "curve_rows", "main", "plot_curves", "verdicts"]
 
@@ -272,10 +273,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace, comp: Comparison) -> tuple[list[int], dict[str, dict]]:
     budgets = list(args.budgets or comp.budgets)
-    if not budgets or any(b < 1 for b in budgets) or len(set(budgets)) != len(budgets):
-        raise ValueError(f"--budgets must be distinct integers >= 1, got {budgets}")
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if not budgets:
+        raise ValueError("--budgets selects no budget; give at least one")
+    for b in budgets:
+        check_at_least("--budgets", b, 1)
+    if len(set(budgets)) != len(budgets):
+        raise ValueError(f"--budgets must be distinct, got {budgets}")
+    check_at_least("--seeds", args.seeds, 1)
     unknown = sorted(set(args.variants or []) - set(comp.variants))
     if unknown:
         raise ValueError(f"--variants {unknown} are not in {args.comparison}; "
@@ -294,8 +298,7 @@ def main(args: argparse.Namespace) -> int:
 
     base = COMPARISONS[args.comparison]
     budgets, variants = _check(args, base)
-    if args.workers < 0:
-        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+    check_at_least("--workers", args.workers, 0)
     extra = {"data.workers": args.workers, **({"data.root": args.data} if args.data else {})}
     comp = Comparison(**{**base.__dict__, "variants": variants})
     root = Path(extra.get("data.root", comp.base.get("data.root", "")))

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import _validate as V
+
 __all__ = ["LinearSVC", "fit_linear_svc", "probe_accuracy"]
 
 
@@ -76,8 +78,7 @@ def fit_linear_svc(x: torch.Tensor, y: torch.Tensor, *, c: float = 1.0, max_iter
         The fitted :class:`LinearSVC`.
     """
     _check(x, y)
-    if not c > 0:
-        raise ValueError(f"c must be > 0, got {c}")
+    V.check_positive("c", c)
     classes = y.unique()
     if len(classes) < 2:
         raise ValueError(f"y must hold at least two classes, got {classes.tolist()}")

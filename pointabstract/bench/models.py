@@ -172,13 +172,13 @@ def main(args) -> int:
     """Model size, centroid vs full attention scaling, and Table 3 over seeds."""
 
     from ..engine.run_dir import check_writable_file
+    from .records import check_at_least
     from .seeds import format_table, summarise, write_results
 
     for name in ("repeats", "batch", "seeds"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if min(args.points) < 1:
-        raise ValueError(f"--points must all be >= 1, got {args.points}")
+        check_at_least(f"--{name}", getattr(args, name), 1)
+    for n in args.points:
+        check_at_least("--points", n, 1)
     if args.out:
         check_writable_file(args.out)
     command = "pointabstract " + " ".join(sys.argv[1:])

@@ -200,12 +200,10 @@ def main(args) -> int:
     """FPS / KNN / Chamfer against every importable peer."""
     from ..engine.distributed import check_device
     from ..engine.run_dir import check_writable_file
-    from .records import write_records
+    from .records import check_at_least, write_records
 
-    if args.repeats < 1:
-        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    if args.threads < 0:
-        raise ValueError(f"--threads must be >= 0 (0: torch's default), got {args.threads}")
+    check_at_least("--repeats", args.repeats, 1)
+    check_at_least("--threads", args.threads, 0, "0: torch's default")
     check_device(args.device, what="--device")
     if args.out:
         check_writable_file(args.out)

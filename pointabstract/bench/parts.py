@@ -177,11 +177,11 @@ def _paper_line(kind: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Train every pair at every seed, print and write the tables (runs/bench/parts_*)."""
+    from .records import check_at_least
     from .seeds import run_seeds, write_results
 
     for name in ("seeds", "epochs", "points", "batch"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+        check_at_least(f"--{name}", getattr(args, name), 1)
     command = "pointabstract " + " ".join(sys.argv[1:])
     spend = budget(epochs=args.epochs, points=args.points, batch=args.batch, lr=args.lr)
     shared = (f"Same budget for every run: {args.epochs} epochs, {args.points} points, batch {args.batch}, "

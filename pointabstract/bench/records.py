@@ -15,6 +15,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from .. import _validate as V
+
 __all__ = ["check_at_least", "kept", "write_records"]
 
 
@@ -27,9 +29,10 @@ def kept(paths) -> str:
 
 
 def check_at_least(option: str, value, low: int, note: str = "") -> None:
-    """A one-line ValueError ``"--option must be >= low (note), got value"`` when ``value < low``."""
-    if value < low:
-        raise ValueError(f"{option} must be >= {low}{f' ({note})' if note else ''}, got {value}")
+    """``value`` an int >= ``low``, in the package's wording (:func:`~pointabstract._validate.check_int`):
+    ``--seeds must be a positive int (training runs per routing), got 0``, ``--workers must be an
+    int >= 0, got -1``."""
+    V.check_int(option, value, low=low, note=f" ({note})" if note else "")
 
 
 def write_records(texts: Mapping[str | Path, str], *, measured: int, what: str,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .. import _validate as V
 from .records import write_records
 
 __all__ = ["beyond_spread", "format_table", "run_seeds", "seed_list", "summarise", "write_results"]
@@ -25,9 +26,7 @@ def seed_list(seeds: int | Sequence[int]) -> list[int]:
     if isinstance(seeds, bool):
         raise TypeError(f"seeds must be a count or a list of ints, got {seeds!r}")
     if isinstance(seeds, int):
-        if seeds < 1:
-            raise ValueError(f"seeds must be >= 1, got {seeds}")
-        return list(range(seeds))
+        return list(range(V.check_int("seeds", seeds, low=1)))
     out = [int(s) for s in seeds]
     if not out or len(set(out)) != len(out):
         raise ValueError(f"seeds must be a non-empty list of distinct ints, got {list(seeds)}")

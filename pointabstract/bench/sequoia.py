@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from .. import _validate as V
 from .measure import run_isolated
 
 __all__ = ["LAYERS", "add_arguments", "fit_exponent", "format_table", "main", "measure_layer", "run"]
@@ -26,16 +27,16 @@ _DOC = {"sequoia": "Sequoia, sequential (paper)", "sequoia_parallel": "Sequoia, 
 def _build(layer: str, dim: int, heads: int):
     from torch import nn
 
-    from ..models.sequoia import DenseAttentionBlock
     from ..nn.attention import MultiHeadSelfAttention
-    from ..nn.tree_attention import SequoiaAttention
+    from ..nn.blocks import SABlock
+    from ..nn.sequoia_attention import SequoiaAttention
 
     if layer in ("sequoia", "sequoia_parallel"):
         mode = "sequential" if layer == "sequoia" else "parallel"
         return SequoiaAttention(dim, heads=heads, mode=mode)
     if layer == "dense":
-        block = DenseAttentionBlock(dim, heads=heads)
-        return lambda x, pos: block(x)
+        block = SABlock(dim, dim, heads=heads, k=None, knn_space="xyz", act="gelu")  # softmax models
+        return lambda x, pos: block(x, pos)[0]
     if layer == "knn":
         norm, attn = nn.LayerNorm(dim), MultiHeadSelfAttention(dim, heads=heads, k=16, knn_space="xyz")
         mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
@@ -44,7 +45,7 @@ def _build(layer: str, dim: int, heads: int):
             x = x + attn(norm(x), pos)
             return x + mlp(x)
         return knn_block
-    raise ValueError(f"layer must be one of {list(LAYERS)}, got {layer!r}")
+    raise AssertionError(f"layer {layer!r} of LAYERS has no builder")  # measure_layer checked the name
 
 
 def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: int = 1, repeats: int = 3,
@@ -62,6 +63,7 @@ def measure_layer(layer: str, n: int, *, dim: int = 128, heads: int = 4, batch: 
 
     from .measure import measure_step
 
+    V.check_choice("layer", layer, LAYERS)
     torch.manual_seed(0)
     fn = _build(layer, dim, heads)
     if isinstance(fn, torch.nn.Module):
@@ -95,8 +97,7 @@ def run(ns=(1024, 2048, 4096, 8192, 16384, 32768, 65536), *, layers=LAYERS, dim:
     say so), as they could only fail later.
     """
     for layer in layers:
-        if layer not in LAYERS:
-            raise ValueError(f"layers must be among {list(LAYERS)}, got {layer!r}")
+        V.check_choice("layers", layer, LAYERS)
     rows = []
     for layer in layers:
         failed = None
@@ -211,8 +212,10 @@ def main(args: argparse.Namespace) -> int:
     from ..engine.run_dir import check_writable_file
     from .records import check_at_least, write_records
 
-    if not args.ns or min(args.ns) < 1:
-        raise ValueError(f"--ns must be >= 1, got {args.ns}")
+    if not args.ns:
+        raise ValueError("--ns selects no size N; give at least one")
+    for n in args.ns:
+        check_at_least("--ns", n, 1)
     if not args.layers:
         raise ValueError(f"--layers selects no layer; choose from {list(LAYERS)}")
     for option in ("dim", "heads", "batch", "repeats"):

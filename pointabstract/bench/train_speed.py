@@ -95,13 +95,13 @@ def _setup(preset: str, overrides: dict):
     import torch
 
     from ..data import collate
-    from ..engine import load_config, task_class
+    from ..engine import build_task, load_config
     from ..engine.trainer import build_optimizer
     from ..models import build_model
 
     cfg = load_config(preset, {**overrides, "data.workers": 0, "log.progress": False})
     torch.manual_seed(cfg.seed)
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     ds = task.dataset("train", train=True)
     ds.set_epoch(0)
     batch = collate([ds[i] for i in range(min(cfg.data.batch_size, len(ds)))])

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _validate as V
+
 __all__ = [
     "CATEGORY_BY_NAME", "CATEGORY_BY_SYNSET", "CATEGORY_OF_PART", "MODELNET10", "MODELNET40",
     "NUM_PARTS", "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "CoreCategory", "PartCategory",
@@ -128,9 +130,7 @@ def resolve_category(category, table=SHAPENET_PART, *, argument: str = "category
     if isinstance(category, (bool, np.bool_)) or not isinstance(category, (int, np.integer, str)):
         raise TypeError(f"{argument} must be an int index, a name or a synset, got {category!r}")
     if not isinstance(category, str):
-        if not 0 <= category < len(table):
-            raise ValueError(f"{argument}: {label} index must be in [0, {len(table)}), got {category}")
-        return int(category)
+        return V.check_int_in(argument, category, 0, len(table) - 1, note=f" (a {label} index)")
     key = category.lower()
     for i, entry in enumerate(table):
         name, synset = (entry, None) if isinstance(entry, str) else (entry.name, entry.synset)

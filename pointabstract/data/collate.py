@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .. import _validate as V
+
 __all__ = ["PART_PAD", "collate"]
 
 #: value of ``part`` at padded positions of a ragged batch (ignored by losses and metrics)
@@ -132,10 +134,8 @@ def _check_int(i: int, key: str, value) -> int:
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise ValueError(f"sample {i}: {key} must be one int, got an array of shape {value.shape}")
-        value = value.reshape(-1)[0]  # a numpy scalar: integer dtypes are numbers.Integral
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"sample {i}: {key} must be an int, got {type(value).__name__} {value!r}")
-    return int(value)
+        value = value.reshape(-1)[0]  # a numpy scalar
+    return V.check_int(f"sample {i}: {key}", value)
 
 
 def _stack_other(key: str, values: list):

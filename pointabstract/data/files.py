@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _validate as V
+
 __all__ = ["SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError", "find_shape_files", "read_shape",
            "sample_shape"]
 
@@ -316,8 +318,7 @@ def sample_shape(shape: ShapeFile, n: int, *,
     Raises:
         ShapeFileError: naming the file, for a mesh whose triangles all have zero area.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    V.check_int("n", n, low=1)
     if not shape.is_mesh:
         return shape.points, shape.normals
     from .synthetic.surface import sample_surface

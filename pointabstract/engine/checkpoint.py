@@ -20,6 +20,7 @@ __all__ = ["UnsafeCheckpointError", "atomic_save", "check_finite_weights", "load
 # What checkpoints written before the numpy RNG state was stored as a tensor hold besides tensors
 # and Python containers: numpy arrays and scalars. Rebuilding them runs no code from the file
 # (torch's weights-only unpickler still checks everything inside them), so they stay loadable.
+# Compatibility shim, removed in 0.2.0 (docs/development.md#compatibility-shims).
 _DTYPES = ("UInt32DType", "Float64DType", "Float32DType", "Int64DType", "Int32DType")
 _NUMPY_DATA = [np.ndarray, np.dtype,
                *(getattr(getattr(np, "dtypes", None), name, np.dtype) for name in _DTYPES)]
@@ -157,7 +158,7 @@ def rng_state() -> dict:
 
 def set_rng_state(state: dict) -> None:
     """Restore what :func:`rng_state` returned (also from checkpoints that stored numpy's keys
-    as a numpy array)."""
+    as a numpy array, a shim removed in 0.2.0)."""
     torch.set_rng_state(state["torch"])
     name, keys, *rest = state["numpy"]
     keys = keys.numpy() if torch.is_tensor(keys) else np.asarray(keys)

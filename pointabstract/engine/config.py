@@ -105,18 +105,13 @@ def preset_path(name_or_path: str) -> Path:
                             f"or a model name (pointabstract.models.MODELS)")
 
 
-# the dataset a model-name run reads by default, per task (the built-in data has both layouts)
-TASK_DATASETS = {"classification": "modelnet40", "reconstruction": "shapenet_part",
-                 "part_segmentation": "shapenet_part"}
-
-
 def model_preset(name: str) -> dict:
     """``pointabstract train capsule_ae_small_ca``: a flat config for a registry model name with
-    everything else at its defaults, the task's usual dataset (:data:`TASK_DATASETS`) under
+    everything else at its defaults, the task's usual dataset (the first of its ``datasets``) under
     ``data.root`` and outputs in ``runs/<name>``."""
-    task = MODELS[name].task
-    return {"model": name, "data.dataset": TASK_DATASETS.get(task, DataConfig.dataset),
-            "log.out_dir": f"runs/{name}"}
+    from .tasks import default_dataset
+
+    return {"model": name, "data.dataset": default_dataset(MODELS[name].task), "log.out_dir": f"runs/{name}"}
 
 
 def load_config(preset: str | Path | None = None, overrides: list[str] | dict | None = None) -> RunConfig:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["DistContext", "check_device", "init_distributed"]
+__all__ = ["DistContext", "all_reduce_sum", "check_device", "init_distributed"]
 
 @dataclass
 class DistContext:
@@ -83,3 +83,14 @@ def init_distributed(device: str = "auto") -> DistContext:
     if world > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("nccl" if dev.type == "cuda" else "gloo")
     return DistContext(rank, world, local, dev)
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """The element-wise sum of ``tensor`` over the processes of a torch.distributed run, as a new
+    tensor (``tensor`` itself is never changed); outside a distributed run, ``tensor`` unchanged.
+
+    The one "all-reduce if distributed" of the metrics: every meter sums its counts with it."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        tensor = tensor.clone()
+        torch.distributed.all_reduce(tensor)
+    return tensor

@@ -1,4 +1,5 @@
-"""Training curves and confusion matrices as PNG (matplotlib, no display needed)."""
+"""The PNGs of training runs and reports (matplotlib, no display needed): training curves, the
+confusion matrix, reconstruction examples and per-category part IoU."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_confusion", "plot_curves"]
+__all__ = ["plot_confusion", "plot_curves", "plot_part_ious", "plot_reconstructions"]
 
 
 def _pyplot():
@@ -67,5 +68,46 @@ def plot_confusion(confusion: list[list[int]], class_names: list[str], out: str 
     fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return Path(out)
+
+
+def plot_reconstructions(examples: list[dict], out: str | Path) -> Path:
+    """One row per example: the input cloud (grey) and its reconstruction coloured by capsule.
+
+    Args:
+        examples: dicts with ``input`` (N, 3) and ``output`` (M, 3) arrays, ``index`` (M,) the
+            capsule of each output point, ``kind`` ("best" / "worst") and ``cd`` (its Chamfer distance).
+        out: the PNG written.
+    """
+    plt = _pyplot()
+    fig = plt.figure(figsize=(6, 3 * len(examples)))
+    for row, ex in enumerate(examples):
+        for col, (cloud, style) in enumerate([(ex["input"], {"c": "0.4"}),
+                                              (ex["output"], {"c": ex["index"].numpy(), "cmap": "tab20"})]):
+            ax = fig.add_subplot(len(examples), 2, 2 * row + col + 1, projection="3d")
+            ax.scatter(cloud[:, 0], cloud[:, 2], cloud[:, 1], s=1, **style)
+            for axis in (ax.set_xlim, ax.set_ylim, ax.set_zlim):  # the same unit-sphere box for both
+                axis(-1, 1)
+            ax.set_axis_off()
+            ax.set_title(f"{ex['kind']}: CD {ex['cd'] * 1e3:.2f}e-3" if col == 0 else "reconstruction",
+                         fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return Path(out)
+
+
+def plot_part_ious(rows: list[tuple[str, float, int]], out: str | Path) -> Path:
+    """A bar per category: ``rows`` of (category name, mIoU, shapes); the folder of ``out`` is created."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 1), 3.5))
+    ax.bar([r[0] for r in rows], [r[1] for r in rows], color="tab:blue")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("mIoU")
+    ax.tick_params(axis="x", rotation=60)
+    fig.tight_layout()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
     return Path(out)

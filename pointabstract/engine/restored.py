@@ -4,17 +4,18 @@ viewer and the benchmarks alike."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from ..models import build_model
+from ..models import build_model, upgrade_state_dict
 from .checkpoint import check_finite_weights, load_checkpoint
 from .config import RunConfig, load_config, upgrade_flat
 from .distributed import check_device
-from .tasks import task_class
+from .tasks import build_task, check_eval_options, check_figures
 
 __all__ = ["Restored", "load_weights", "restore", "trained_data_root"]
 
@@ -34,7 +35,8 @@ class Restored:
 
 
 def restore(path: str | Path, *, data_root: str | Path | None = None, split: str = "test",
-            device: str | torch.device = "cpu", overrides: dict | None = None) -> Restored:
+            device: str | torch.device = "cpu", overrides: dict | None = None,
+            options: dict | None = None, figures: Collection[str] = ()) -> Restored:
     """Rebuild the model saved in ``path`` and open its dataset split.
 
     Args:
@@ -44,23 +46,32 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
         split: a split of the task's dataset (``"test"``, ``"train"``, ...); never augmented here.
         device: torch device of the model.
         overrides: further flat config keys (e.g. ``{"data.workers": 0}``).
+        options: eval options, settings of the run's task changed for this restore (e.g.
+            ``{"votes": 3}``); each must be one of the task's ``eval_options``.
+        figures: figure sections the caller was asked to draw for this run (e.g.
+            ``["neighbourhoods"]``); each must be one of the task's ``figures``.
 
     Raises:
         FileNotFoundError: no such checkpoint.
         MissingDatasetError: no dataset layout at the root.
-        ValueError: not a pointabstract checkpoint, data or weights that do not fit it.
+        ValueError: not a pointabstract checkpoint, a config this version cannot read, an
+            override or option that does not apply (naming it), data or weights that do not fit it.
     """
     ckpt = load_checkpoint(path)
     check_finite_weights(ckpt["model"], str(path))
     dev = check_device(device)
     flat = upgrade_flat(dict(ckpt["config"]))
     flat["data.root"] = str(data_root) if data_root is not None else trained_data_root(ckpt, path)
-    flat.update(overrides or {})
     try:
         cfg = load_config(None, flat)
     except ValueError as err:
         raise ValueError(f"{path} was written with a config this version cannot read: {err}") from None
-    task = task_class(cfg.task)(cfg)
+    check_eval_options(cfg.task, options or {}, where=str(path))  # before any data is read
+    check_figures(cfg.task, figures, where=str(path))
+    if overrides or options:  # the caller's values: their errors name them, not the file
+        options = {f"task.{key}": value for key, value in (options or {}).items()}
+        cfg = load_config(None, {**flat, **(overrides or {}), **options})
+    task = build_task(cfg)
     dataset = task.dataset(split, train=False)
     state = ckpt.get("task_state", {"class_names": ckpt["class_names"]} if "class_names" in ckpt else {})
     task.check_restore(state, str(path))
@@ -102,6 +113,7 @@ def trained_data_root(ckpt: dict, path: str | Path) -> str:
 
 def load_weights(model: nn.Module, state: dict, context: str) -> None:
     """``load_state_dict`` with a one-line error: what is missing, unexpected or mis-shaped."""
+    state = upgrade_state_dict(model, state)  # older parameter names (models/legacy_keys.py, until 0.2.0)
     own = model.state_dict()
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     shapes = sorted(k for k in set(own) & set(state)

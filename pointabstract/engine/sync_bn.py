@@ -16,6 +16,9 @@ from torch import nn
 __all__ = ["convert_sync_batchnorm", "global_batch_norm", "global_moments"]
 
 
+_CONVERTED = "_global_batch_statistics"  # class attribute marking a converted layer's class
+
+
 def _world() -> int:
     dist = torch.distributed
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
@@ -74,14 +77,17 @@ def global_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor, *, c
 
 @functools.cache
 def _sync_class(base: type) -> type:
-    channels_last = base.__name__ == "PointBatchNorm"
+    from ..nn.mlp import PointBatchNorm
+
+    channels_last = issubclass(base, PointBatchNorm)  # (..., C) inputs rather than (B, C, ...)
 
     def forward(self, x):
         if self.training and _world() > 1:
             return global_batch_norm(self, x, channels_last=channels_last)
         return base.forward(self, x)
 
-    return type(f"Global{base.__name__}", (base,), {"forward": forward, "__module__": __name__})
+    return type(f"Global{base.__name__}", (base,),
+                {"forward": forward, "__module__": __name__, _CONVERTED: True})
 
 
 def global_moments(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -102,7 +108,8 @@ def _sync_moments_class(base: type) -> type:
             return global_moments(flat)
         return base.batch_moments(self, flat)
 
-    return type(f"Global{base.__name__}", (base,), {"batch_moments": batch_moments, "__module__": __name__})
+    return type(f"Global{base.__name__}", (base,),
+                {"batch_moments": batch_moments, "__module__": __name__, _CONVERTED: True})
 
 
 def convert_sync_batchnorm(model: nn.Module) -> nn.Module:
@@ -114,8 +121,8 @@ def convert_sync_batchnorm(model: nn.Module) -> nn.Module:
     BatchNorms, :class:`pointabstract.nn.PrimaryPointCapsules`): under DDP it returns the
     moments of every process's rows."""
     for module in model.modules():
-        if type(module).__name__.startswith("Global"):
-            continue
+        if getattr(type(module), _CONVERTED, False):
+            continue  # converted already (the function is idempotent)
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.__class__ = _sync_class(type(module))
         elif callable(getattr(type(module), "batch_moments", None)):

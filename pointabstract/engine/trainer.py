@@ -33,7 +33,7 @@ from .run_dir import (
 from .sampler import ShardSampler, make_loader
 from .schedule import build_optimizer, replay_schedule, run_epochs, schedule_length
 from .sync_bn import convert_sync_batchnorm
-from .tasks import task_class
+from .tasks import build_task
 from .tasks.preflight import check_before_training
 
 __all__ = ["EpochEndHook", "Run", "ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader",
@@ -231,7 +231,7 @@ def _start_run(cfg: RunConfig, ctx: DistContext) -> Run:
     """Seed, then build the task, its data, the model, the loaders and the optimizer, always in
     this order (a resumed run draws what the uninterrupted one drew before its RNG is restored)."""
     _seed_everything(cfg.seed)
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
     check_before_training(cfg, task, train_ds, test_ds, world_size=ctx.world_size)  # data, batches of one
     model, core = _build_model(cfg, ctx, task)

@@ -8,12 +8,13 @@ layout that :mod:`pointabstract.ops` works on.
 from __future__ import annotations
 
 import math
-import operator
 from typing import NamedTuple
 
 import torch
 
-__all__ = ["Padded", "check_nodes", "cloud_sizes", "pad", "positive_int", "ptr_sizes"]
+from .. import _validate as V
+
+__all__ = ["Padded", "check_nodes", "cloud_sizes", "pad", "ptr_sizes"]
 
 
 class Padded(NamedTuple):
@@ -49,19 +50,6 @@ def check_nodes(name: str, x, *, flatten: bool = False) -> torch.Tensor:
     return x
 
 
-def positive_int(name: str, value) -> int:
-    """``value`` as an int >= 1 (numpy integers accepted, bools and floats refused)."""
-    if isinstance(value, (bool, torch.Tensor)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    return value
-
-
 def cloud_sizes(batches: list[tuple[str, torch.Tensor | None, torch.Tensor]],
                 batch_size: int | None) -> list[torch.Tensor]:
     """Nodes per cloud, (B,) int64, for each ``(name, batch vector or None, nodes)``.
@@ -71,7 +59,7 @@ def cloud_sizes(batches: list[tuple[str, torch.Tensor | None, torch.Tensor]],
     id over all the vectors (so a cloud present on one side only simply gets no edges).
     """
     if batch_size is not None:
-        batch_size = positive_int("batch_size", batch_size)
+        batch_size = V.check_int("batch_size", batch_size, low=1)
     ids = []
     for name, batch, x in batches:
         if batch is None:
@@ -130,7 +118,7 @@ def ptr_sizes(name: str, ptr, x: torch.Tensor, batch_size: int | None) -> torch.
     counts = ptr[1:] - ptr[:-1]
     if bool((counts < 0).any()):
         raise ValueError(f"{name} must be sorted in ascending order, got {ptr.tolist()[:12]}")
-    if batch_size is not None and positive_int("batch_size", batch_size) != counts.numel():
+    if batch_size is not None and V.check_int("batch_size", batch_size, low=1) != counts.numel():
         raise ValueError(f"batch_size = {batch_size} but {name} holds {counts.numel()} clouds")
     return counts
 

@@ -37,10 +37,11 @@ import math
 
 import torch
 
+from .. import _validate as V
 from ..ops import ball_query, farthest_point_sample
 from ..ops import knn as _ops_knn
 from ..ops.knn import squared_norm
-from ._ragged import check_nodes, cloud_sizes, pad, positive_int, ptr_sizes
+from ._ragged import check_nodes, cloud_sizes, pad, ptr_sizes
 
 __all__ = ["fps", "fps_naive", "knn", "knn_graph", "knn_naive", "radius", "radius_graph",
            "radius_naive"]
@@ -111,7 +112,7 @@ def knn(x: torch.Tensor, y: torch.Tensor, k: int, batch_x: torch.Tensor | None =
     """
     x, y = check_nodes("x", x), check_nodes("y", y)
     _check_pair(x, y)
-    k = positive_int("k", k)
+    k = V.check_int("k", k, low=1)
     cx, cy = cloud_sizes([("batch_x", batch_x, x), ("batch_y", batch_y, y)], batch_size)
     return _knn_edges(x, y, k, cx, cy, cosine=bool(cosine), same=False)
 
@@ -138,9 +139,8 @@ def knn_graph(x: torch.Tensor, k: int, batch: torch.Tensor | None = None, loop: 
         edge_index: (2, E) int64, grouped by centre in increasing order, nearest first.
     """
     x = check_nodes("x", x)
-    k = positive_int("k", k)
-    if flow not in _FLOWS:
-        raise ValueError(f"flow must be one of {list(_FLOWS)}, got {flow!r}")
+    k = V.check_int("k", k, low=1)
+    V.check_choice("flow", flow, _FLOWS)
     (counts,) = cloud_sizes([("batch", batch, x)], batch_size)
     edges = _knn_edges(x, x, k if loop else k + 1, counts, counts, cosine=bool(cosine), same=True)
     if not loop:
@@ -173,8 +173,8 @@ def radius(x: torch.Tensor, y: torch.Tensor, r: float, batch_x: torch.Tensor | N
     """
     x, y = check_nodes("x", x), check_nodes("y", y)
     _check_pair(x, y)
-    r = _check_radius(r)
-    limit = None if max_num_neighbors is None else positive_int("max_num_neighbors", max_num_neighbors)
+    r = V.check_positive("r", r)
+    limit = V.check_int("max_num_neighbors", max_num_neighbors, low=1, allow_none=True)
     cx, cy = cloud_sizes([("batch_x", batch_x, x), ("batch_y", batch_y, y)], batch_size)
     if not isinstance(ignore_same_index, (bool, int)):
         raise TypeError(f"ignore_same_index must be a bool, got {type(ignore_same_index).__name__}")
@@ -202,10 +202,9 @@ def radius_graph(x: torch.Tensor, r: float, batch: torch.Tensor | None = None, l
         edge_index: (2, E) int64, grouped by centre, each group in increasing index.
     """
     x = check_nodes("x", x)
-    r = _check_radius(r)
-    if flow not in _FLOWS:
-        raise ValueError(f"flow must be one of {list(_FLOWS)}, got {flow!r}")
-    limit = None if max_num_neighbors is None else positive_int("max_num_neighbors", max_num_neighbors)
+    r = V.check_positive("r", r)
+    V.check_choice("flow", flow, _FLOWS)
+    limit = V.check_int("max_num_neighbors", max_num_neighbors, low=1, allow_none=True)
     (counts,) = cloud_sizes([("batch", batch, x)], batch_size)
     edges = _radius_edges(x, x, r, counts, counts, limit, ignore_same_index=not loop, same=True)
     return edges.flip(0) if flow == "source_to_target" else edges
@@ -248,15 +247,11 @@ def _check_ratio(ratio, clouds: int, device):
         if bool(bad.any()):
             raise ValueError(f"ratio values must lie in (0, 1], got {ratio[bad].flatten()[0].item()!r}")
         return ratio.to(device)
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
-        raise ValueError(f"ratio must be a number in (0, 1], got {ratio!r}")
+    V.check_float("ratio", ratio, low=0.0, high=1.0, low_open=True)
     return ratio
 
 
-def _check_radius(r) -> float:
-    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < math.inf:
-        raise ValueError(f"r must be a positive finite number, got {r!r}")
-    return float(r)
+
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:

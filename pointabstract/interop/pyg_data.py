@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import _validate as V
+
 __all__ = ["from_pyg_batch", "from_pyg_data", "to_pyg_batch", "to_pyg_data"]
 
 PART_PAD = -1  # = pointabstract.data.PART_PAD (not imported: that package loads h5py / trimesh)
@@ -31,11 +33,13 @@ _TARGETS = ("label", "part")
 _NORMAL_KEYS = ("normal", "x")
 
 
+
+
+
 def _check_options(target: str, normal_key: str) -> None:
-    if target not in _TARGETS:
-        raise ValueError(f"target must be one of {list(_TARGETS)}, got {target!r}")
-    if normal_key not in _NORMAL_KEYS:
-        raise ValueError(f"normal_key must be one of {list(_NORMAL_KEYS)}, got {normal_key!r}")
+    """The options every converter takes, checked at each entry."""
+    V.check_choice("target", target, _TARGETS)
+    V.check_choice("normal_key", normal_key, _NORMAL_KEYS)
 
 
 def _names(target: str, normal_key: str) -> dict[str, str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate as V
+
 __all__ = ["sample_trimesh"]
 
 
@@ -35,8 +37,7 @@ def sample_trimesh(mesh, n: int, *, rng: np.random.Generator | int | None = None
         mesh = mesh.to_geometry() if hasattr(mesh, "to_geometry") else mesh.dump(concatenate=True)
     if not isinstance(mesh, trimesh.Trimesh):
         raise TypeError(f"mesh must be a trimesh.Trimesh or trimesh.Scene, got {type(mesh).__name__}")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    V.check_int("n", n, low=1)
     if face_labels is not None:
         face_labels = np.asarray(face_labels)
         if face_labels.shape != (len(mesh.faces),):

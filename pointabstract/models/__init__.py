@@ -13,12 +13,14 @@ from torch import nn
 from . import capsule_autoencoder, centroid_transformer, sequoia
 from .capsule_autoencoder import CapsuleAutoencoder, CapsuleAutoencoderConfig
 from .centroid_transformer import CentroidTransformer, CentroidTransformerConfig
+from .legacy_keys import upgrade_state_dict
 from .sequoia import SequoiaClassifier, SequoiaClsConfig, SequoiaSegConfig, SequoiaSegmenter
 from .spec import ModelSpec
 
 __all__ = ["MODELS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "CentroidTransformer",
            "CentroidTransformerConfig", "ModelSpec", "SequoiaClassifier", "SequoiaClsConfig",
-           "SequoiaSegConfig", "SequoiaSegmenter", "build_model", "model_config", "model_task"]
+           "SequoiaSegConfig", "SequoiaSegmenter", "build_model", "model_config", "model_task",
+           "upgrade_state_dict"]
 
 MODELS: dict[str, ModelSpec] = {
     **centroid_transformer.SPECS,

@@ -26,9 +26,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import _validate as V
 from ..nn.capsules import PrimaryPointCapsules
 from ..nn.routing import ROUTINGS, build_routing
-from ..ops import _validate as V
 from .spec import ModelSpec
 
 __all__ = ["SPECS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "DecoderNoiseSeed", "PatchDecoder",

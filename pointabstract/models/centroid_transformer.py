@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
 from ..nn.context_pool import ContextPoolOptions
-from ..ops import _validate as V
 from ..ops import gather_points, knn, nearest_upsample
 from .spec import ModelSpec
 
@@ -94,9 +94,9 @@ class CentroidTransformer(nn.Module):
                 blocks.append(SABlock(dim_in, width, heads=cfg.heads, k=cfg.k,
                                       knn_space=cfg.sa_knn_space, norm=cfg.block_norm))
             dim_in = width
-        # parameter names as in an nn.ModuleList; with context_pool: blocks.i.block.*, blocks.i.post.*
-        self.blocks = BlockStack(blocks, post=(lambda i, b: context_pool_from_config(cfg, b.dim_out))
-                                 if cfg.context_pool else None)
+        # a ContextPool after every block when cfg.context_pool (parameters blocks.i.block.*,
+        # blocks.i.post.*); without it the blocks are named as in an nn.ModuleList, blocks.i.*
+        self.blocks = BlockStack(blocks, post=lambda i, block: context_pool_from_config(cfg, block.dim_out))
         self.fuse = nn.Sequential(nn.Linear(sum(w), cfg.fuse_dim), make_norm(cfg.norm, cfg.fuse_dim),
                                   nn.LeakyReLU(0.2))
         self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm=cfg.norm,

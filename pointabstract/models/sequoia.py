@@ -11,7 +11,7 @@ Linear(50). Where it builds a fixed voxel tree (3 divisions per axis, depth 3) w
     xyz [+ features] -> per-point MLP -> dim                               (B, N, C)
     tree = build_tree(xyz)   (once per forward, no gradient; shared by every layer)
     L x SequoiaAttention(dim, heads, mode) over the tree, hubs carried layer to layer
-        (attention="softmax": L x dense pre-norm SDPA blocks over all N points instead)
+        (attention="softmax": L x dense pre-norm SDPA blocks (SABlock) over all N points instead)
         context_pool=True: a ContextPool after every layer (the next layer sees pooled features)
     segmenter:  [last layer, one-hot category] -> Linear(C + 16, 512) -> LN -> ReLU
                 -> Linear(50)                                          (B, N, 50)
@@ -26,23 +26,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
+from ..nn.blocks import BlockStack, PostBlock, SABlock, SequoiaBlock, TreeContext
 from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
-from ..nn.tree_attention import MODES, SequoiaAttention
-from ..ops import _validate as V
+from ..nn.sequoia_attention import MODES
 from ..ops import build_tree
 from .spec import ModelSpec
 
-__all__ = ["SPECS", "DenseAttentionBlock", "SequoiaBackbone", "SequoiaClassifier", "SequoiaClsConfig",
+__all__ = ["SPECS", "SequoiaBackbone", "SequoiaBackboneConfig", "SequoiaClassifier", "SequoiaClsConfig",
            "SequoiaSegConfig", "SequoiaSegmenter"]
 
 ATTENTIONS = ("sequoia", "softmax")
 
 
 @dataclass
-class SequoiaSegConfig(ContextPoolOptions):
-    num_parts: int = 50  # part logits per point (ShapeNetPart: 50)
-    num_categories: int = 16  # object categories, one-hot before the head
+class SequoiaBackboneConfig(ContextPoolOptions):
+    """The fields of the shared backbone (embedding and attention layers)."""
+
     in_channels: int = 0  # extra per-point input features (3 for normals)
     dim: int = 128  # channels C of every layer
     heads: int = 4  # attention heads
@@ -53,54 +54,32 @@ class SequoiaSegConfig(ContextPoolOptions):
     leaf_size: int = 16  # tree: at most this many points per lowest group
     siblings_k: int = 16  # parallel mode: same-level nearest nodes each node attends to
     mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
+
+
+@dataclass
+class SequoiaSegConfig(SequoiaBackboneConfig):
+    num_parts: int = 50  # part logits per point (ShapeNetPart: 50)
+    num_categories: int = 16  # object categories, one-hot before the head
     head_dim: int = 512  # hidden width of the segmentation head
 
 
 @dataclass
-class SequoiaClsConfig(ContextPoolOptions):
+class SequoiaClsConfig(SequoiaBackboneConfig):
     num_classes: int = 40  # output classes
-    in_channels: int = 0  # extra per-point input features (3 for normals)
-    dim: int = 128  # channels C of every layer
-    heads: int = 4  # attention heads
-    layers: int = 4  # attention layers
-    attention: str = "sequoia"  # sequoia | softmax
-    mode: str = "sequential"  # sequential (paper) | parallel (official code)
-    branching: int = 4  # tree: children per internal node
-    leaf_size: int = 16  # tree: at most this many points per lowest group
-    siblings_k: int = 16  # parallel mode: same-level nearest nodes
-    mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
     head_dims: tuple[int, ...] = (512, 256)  # hidden sizes of the classification MLP
     dropout: float = 0.5  # dropout in the classification MLP
 
 
-class DenseAttentionBlock(nn.Module):
-    """Pre-norm transformer block with dense softmax attention over all N points (SDPA):
-    ``x + SDPA(LN(x))`` then ``+ MLP(LN(.))``. O(N^2) time; (B, N, C) -> (B, N, C)."""
-
-    def __init__(self, dim: int, *, heads: int, mlp_ratio: float = 2.0):
-        super().__init__()
-        if dim % heads:
-            raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
-        self.heads = heads
-        self.norm = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.out = nn.Linear(dim, dim)
-        hidden = int(dim * mlp_ratio)
-        self.mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        batch, n, channels = x.shape
-        qkv = self.qkv(self.norm(x)).view(batch, n, 3, self.heads, -1)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # (B, H, N, D) each
-        att = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(batch, n, channels)
-        x = x + self.out(att)
-        return x + self.mlp(x)
-
-
 class SequoiaBackbone(nn.Module):
-    """Point embedding and ``layers`` attention layers: (B, N, 3) -> list of (B, N, C)."""
+    """Point embedding and ``layers`` attention blocks: (B, N, 3) -> list of (B, N, C).
 
-    def __init__(self, cfg):
+    The blocks are :class:`~pointabstract.nn.SequoiaBlock` (tree attention, the hubs carried
+    from layer to layer) or, for ``attention="softmax"``, dense
+    :class:`~pointabstract.nn.SABlock` (pre-norm SDPA over all N points, GELU MLP); a
+    :class:`~pointabstract.nn.BlockStack` runs them and adds the ContextPools, as in every model.
+    """
+
+    def __init__(self, cfg: SequoiaBackboneConfig):
         super().__init__()
         if cfg.attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {list(ATTENTIONS)}, got {cfg.attention!r}")
@@ -113,49 +92,32 @@ class SequoiaBackbone(nn.Module):
         if cfg.attention == "sequoia":
             # hubs carry over from layer to layer: only the first pools, only a parallel stack's
             # last layer skips the hub updates no output would see
-            self.blocks = nn.ModuleList(
-                SequoiaAttention(cfg.dim, heads=cfg.heads, mode=cfg.mode, siblings_k=cfg.siblings_k,
-                                 mlp_ratio=cfg.mlp_ratio, branching=cfg.branching, leaf_size=cfg.leaf_size,
-                                 pool_children=i == 0,
-                                 update_hubs=cfg.mode == "sequential" or i < cfg.layers - 1)
-                for i in range(cfg.layers))
+            blocks = [SequoiaBlock(cfg.dim, heads=cfg.heads, mode=cfg.mode, siblings_k=cfg.siblings_k,
+                                   mlp_ratio=cfg.mlp_ratio, branching=cfg.branching, leaf_size=cfg.leaf_size,
+                                   pool_children=i == 0,
+                                   update_hubs=cfg.mode == "sequential" or i < cfg.layers - 1)
+                      for i in range(cfg.layers)]
         else:
-            self.blocks = nn.ModuleList(DenseAttentionBlock(cfg.dim, heads=cfg.heads, mlp_ratio=cfg.mlp_ratio)
-                                        for _ in range(cfg.layers))
-        if cfg.context_pool:  # one ContextPool after every layer; absent (no parameters) when off
-            self.pools = nn.ModuleList(context_pool_from_config(cfg, cfg.dim) for _ in range(cfg.layers))
-        else:
-            context_pool_from_config(cfg, cfg.dim)  # still type-checks the flag
-            self.pools = None
+            blocks = [SABlock(cfg.dim, cfg.dim, heads=cfg.heads, k=None, knn_space="xyz", norm="layer",
+                              mlp_ratio=cfg.mlp_ratio, act="gelu") for _ in range(cfg.layers)]
+        # a ContextPool after every block when cfg.context_pool (parameters blocks.i.block.*,
+        # blocks.i.post.*); without it the blocks are named blocks.i.*
+        self.blocks = BlockStack(blocks, post=lambda i, block: context_pool_from_config(cfg, block.dim_out))
         self.norm = nn.LayerNorm(cfg.dim)
 
     def forward(self, pos: torch.Tensor, features: torch.Tensor | None):
         """pos: (B, N, 3), features: (B, N, in_channels) or None ->
         (list of (B, N, C) per layer, the last one normalised; the tree or None)."""
         x = self.embed(pos if features is None else torch.cat([pos, features], -1))
-        outs, tree = [], None
+        ctx, tree = (), None
         if self.cfg.attention == "sequoia":
             tree = build_tree(pos.detach(), branching=self.cfg.branching, leaf_size=self.cfg.leaf_size)
-            tables, nodes = self.blocks[0].tables(tree), None
-            for block in self.blocks:
-                x, info = block(x, pos, tree, tables=tables, nodes=nodes, return_nodes=True)
-                nodes = info["nodes"]
-                outs.append(x)
-                x = self._pool(len(outs) - 1, x, pos, outs)
-        else:
-            for block in self.blocks:
-                x = block(x)
-                outs.append(x)
-                x = self._pool(len(outs) - 1, x, pos, outs)
+            first = self.blocks[0].block if isinstance(self.blocks[0], PostBlock) else self.blocks[0]
+            ctx = (TreeContext(tree, first.tables(tree)),)
+        _, _, info = self.blocks(x, pos, *ctx)
+        outs = [block["features"] for block in info["blocks"]]
         outs[-1] = self.norm(outs[-1])
         return outs, tree
-
-    def _pool(self, i: int, x: torch.Tensor, pos: torch.Tensor, outs: list) -> torch.Tensor:
-        """After layer i: ContextPool its output (B, N, C) when configured; outs[i] shows it."""
-        if self.pools is None:
-            return x
-        outs[i] = self.pools[i](x, pos)
-        return outs[i]
 
 
 def _check_features(cfg, features, pos):
@@ -194,9 +156,8 @@ class SequoiaSegmenter(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.backbone = SequoiaBackbone(cfg)
-        self.head = nn.Sequential(nn.Linear(cfg.dim + cfg.num_categories, cfg.head_dim),
-                                  nn.LayerNorm(cfg.head_dim), nn.ReLU(),
-                                  nn.Linear(cfg.head_dim, cfg.num_parts))
+        # Linear -> LayerNorm -> ReLU -> Linear (the official code's head)
+        self.head = MLP([cfg.dim + cfg.num_categories, cfg.head_dim, cfg.num_parts], norm="layer", act="relu")
 
     def forward(self, pos: torch.Tensor, category: torch.Tensor, *, features: torch.Tensor | None = None,
                 return_features: bool = False) -> dict:

@@ -3,16 +3,17 @@ protocol with its runner (:mod:`pointabstract.nn.blocks`), point capsules and th
 Sequoia tree attention, and ContextPool (adaptive context pooling after a block)."""
 
 from .attention import NORMALIZE, MultiHeadSelfAttention, attend, attend_naive
-from .blocks import BlockStack, CABlock, PostBlock, SABlock
+from .blocks import BlockStack, CABlock, PostBlock, SABlock, SequoiaBlock, TreeContext
 from .capsules import PrimaryPointCapsules, squash
 from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
 from .context_pool import LOCALITIES, WEIGHTS, ContextPool, context_pool_from_config
-from .mlp import MLP, FeedForward, PointBatchNorm, make_norm
+from .mlp import ACTIVATIONS, MLP, FeedForward, PointBatchNorm, make_activation, make_norm
 from .routing import ROUTINGS, CentroidRouting, DynamicRouting, EMRouting, build_routing
-from .tree_attention import SequoiaAttention, TreeProposal
-from .tree_attention_naive import sequoia_attention_naive
+from .sequoia_attention import SequoiaAttention, TreeProposal
+from .sequoia_attention_naive import sequoia_attention_naive
 
 __all__ = [
+    "ACTIVATIONS",
     "INITS",
     "LOCALITIES",
     "MLP",
@@ -32,6 +33,8 @@ __all__ = [
     "PrimaryPointCapsules",
     "SABlock",
     "SequoiaAttention",
+    "SequoiaBlock",
+    "TreeContext",
     "WEIGHTS",
     "TreeProposal",
     "attend",
@@ -39,6 +42,7 @@ __all__ = [
     "build_routing",
     "context_pool_from_config",
     "farthest_from_centroid",
+    "make_activation",
     "make_norm",
     "sequoia_attention_naive",
     "squash",

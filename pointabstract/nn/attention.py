@@ -1,10 +1,13 @@
-"""Multi-head attention over all points or over each point's K nearest neighbours."""
+"""Multi-head attention over all points or over each point's K nearest neighbours: the one
+attention of the package's softmax layers (self-attention blocks, centroid attention and the
+dense softmax baseline of the Sequoia models)."""
 
 from __future__ import annotations
 
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..ops import gather_points, knn
@@ -16,7 +19,8 @@ NORMALIZE = ("inputs", "centroids")
 
 
 def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
-           *, normalize: str = "inputs") -> tuple[torch.Tensor, torch.Tensor]:
+           *, normalize: str = "inputs",
+           need_weights: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Scaled dot-product attention of M queries over N inputs, optionally over neighbours only.
 
     Args:
@@ -29,25 +33,33 @@ def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
         normalize: ``"inputs"``: softmax over each query's inputs (transformer attention);
             ``"centroids"``: each input's weights are normalised over the queries it is connected
             to (the soft k-means gradient of Centroid Transformers, eq. 4).
+        need_weights: return the weights. Without idx, with ``normalize="inputs"`` and no
+            weights asked for, the dense product runs as torch's fused
+            ``scaled_dot_product_attention`` (no (B, M, N, H) tensor kept for the caller);
+            otherwise as einsums that form the weights.
 
     Returns:
         out: (B, M, H, D) weighted sums of values; 0 for a query whose K neighbours are all
             padding (it has nothing to attend to).
-        weights: (B, M, K, H) attention weights (K = N without idx); 0 at padded neighbours.
+        weights: (B, M, K, H) attention weights (K = N without idx); 0 at padded neighbours;
+            None when ``need_weights`` is False.
 
     On CPU (float32 / float64, numba available) the neighbour products run as compiled kernels
-    (:mod:`pointabstract.ops.kernels.neighbour`) that never form a (B, M, K, C) tensor;
+    (:mod:`pointabstract.ops.kernels.neighbour_attention`) that never form a (B, M, K, C) tensor;
     elsewhere keys and values are gathered. Both give the same result as :func:`attend_naive`.
     """
-    _check_attend(q, kv, idx, normalize)
+    _check_attend(q, kv, idx, normalize, need_weights)
     batch, m, heads, dim = q.shape
     n = kv.shape[1]
     scale = 1.0 / math.sqrt(dim)
     if idx is None:  # dense: every query sees all N inputs
-        k, v = kv.view(batch, n, 2, heads, dim).unbind(2)
+        k, v = kv.view(batch, n, 2, heads, dim).unbind(2)  # (B, N, H, D) each
+        if normalize == "inputs" and not need_weights:
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            return out.transpose(1, 2), None  # (B, M, H, D)
         logits = torch.einsum("bmhd,bnhd->bmnh", q, k) * scale  # (B, M, N, H)
         weights = logits.softmax(dim=2 if normalize == "inputs" else 1)
-        return torch.einsum("bmnh,bnhd->bmhd", weights, v), weights
+        return torch.einsum("bmnh,bnhd->bmhd", weights, v), weights if need_weights else None
     nbrs = _FusedNeighbours(kv, idx) if _fused_ok(q, kv) else _GatheredNeighbours(kv, idx, heads)
     logits = nbrs.dot(q) * scale  # (B, M, K, H)
     pad = (idx < 0).unsqueeze(-1)  # (B, M, K, 1)
@@ -56,7 +68,7 @@ def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
     else:
         weights = _softmax_per_input(logits, idx, n)
     weights = weights.masked_fill(pad, 0.0)  # padded neighbours: exactly zero weight
-    return nbrs.sum(weights), weights
+    return nbrs.sum(weights), weights if need_weights else None
 
 
 def attend_naive(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
@@ -89,7 +101,9 @@ def attend_naive(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = N
     return torch.stack(out).view(batch, heads, m, dim).transpose(1, 2), weights
 
 
-def _check_attend(q, kv, idx, normalize) -> None:
+def _check_attend(q, kv, idx, normalize, need_weights=True) -> None:
+    if not isinstance(need_weights, bool):
+        raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
     if normalize not in NORMALIZE:
         raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {normalize!r}")
     for name, value in (("q", q), ("kv", kv), ("idx", idx)):
@@ -179,22 +193,23 @@ class _NeighbourDot(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, kv, idx):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         q, kv = q.contiguous(), kv.contiguous()  # saved for backward, whose grads match them
         out = q.new_empty(*idx.shape, q.shape[2])
-        run(neighbour.dot_forward, neighbour.dot_forward_ser, *map(to_numpy, (q, kv, idx)), out.numpy())
+        run(neighbour_attention.dot_forward, neighbour_attention.dot_forward_ser,
+            *map(to_numpy, (q, kv, idx)), out.numpy())
         ctx.save_for_backward(q, kv, idx)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         q, kv, idx = ctx.saved_tensors
         grad_q, grad_kv = torch.empty_like(q), torch.zeros_like(kv)
-        run(neighbour.dot_backward, neighbour.dot_backward_ser, *map(to_numpy, (grad, q, kv, idx)),
-            grad_q.numpy(), grad_kv.numpy())
+        run(neighbour_attention.dot_backward, neighbour_attention.dot_backward_ser,
+            *map(to_numpy, (grad, q, kv, idx)), grad_q.numpy(), grad_kv.numpy())
         return grad_q, grad_kv, None
 
 
@@ -204,30 +219,32 @@ class _NeighbourSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, w, kv, idx):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         w, kv = w.contiguous(), kv.contiguous()
         heads = w.shape[3]
         out = w.new_empty(w.shape[0], w.shape[1], heads, kv.shape[2] // (2 * heads))
-        run(neighbour.sum_forward, neighbour.sum_forward_ser, *map(to_numpy, (w, kv, idx)), out.numpy())
+        run(neighbour_attention.sum_forward, neighbour_attention.sum_forward_ser,
+            *map(to_numpy, (w, kv, idx)), out.numpy())
         ctx.save_for_backward(w, kv, idx)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour, run, to_numpy
+        from ..ops.kernels import neighbour_attention, run, to_numpy
 
         w, kv, idx = ctx.saved_tensors
         grad_w, grad_kv = torch.empty_like(w), torch.zeros_like(kv)
-        run(neighbour.sum_backward, neighbour.sum_backward_ser, *map(to_numpy, (grad, w, kv, idx)),
-            grad_w.numpy(), grad_kv.numpy())
+        run(neighbour_attention.sum_backward, neighbour_attention.sum_backward_ser,
+            *map(to_numpy, (grad, w, kv, idx)), grad_w.numpy(), grad_kv.numpy())
         return grad_w, grad_kv, None
 
 
 class MultiHeadSelfAttention(nn.Module):
     """Multi-head self-attention, full or restricted to each point's k nearest neighbours.
 
-    Returns the attention output only (callers add the residual and norms).
+    Returns the attention output only (callers add the residual and norms). Full attention
+    without weights runs as torch's fused ``scaled_dot_product_attention`` (see :func:`attend`).
 
     Args:
         dim: channels C (divisible by ``heads``).
@@ -261,14 +278,20 @@ class MultiHeadSelfAttention(nn.Module):
         space = space.detach()
         return knn(space, space, min(self.k, x.shape[1]))[1]
 
+    def attend(self, x: torch.Tensor, idx: torch.Tensor | None, *,
+               need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, N, C), idx: (B, N, K) from :meth:`neighbours` (None: all points) ->
+        (B, N, C) output and the (B, N, K, H) weights (None unless ``need_weights``)."""
+        batch, n, channels = x.shape
+        q = self.q(x).view(batch, n, self.heads, -1)  # (B, N, H, D)
+        out, weights = attend(q, self.kv(x), idx, need_weights=need_weights)
+        return self.out(out.reshape(batch, n, channels)), weights
+
     def forward(self, x: torch.Tensor, pos: torch.Tensor | None = None, *,
                 return_attention: bool = False):
         """x: (B, N, C), pos: (B, N, 3) -> (B, N, C) [, {"idx": (B,N,K), "weights": (B,N,K,H)}]."""
-        batch, n, channels = x.shape
-        q = self.q(x).view(batch, n, self.heads, -1)  # (B, N, H, D)
         idx = self.neighbours(x, pos)
-        out, weights = attend(q, self.kv(x), idx)
-        out = self.out(out.reshape(batch, n, channels))
+        out, weights = self.attend(x, idx, need_weights=return_attention)
         if return_attention:
             return out, {"idx": idx, "weights": weights}
         return out

@@ -8,6 +8,8 @@ A *block* maps a cloud's features and positions to new ones::
   them (centroid attention); ``pos'`` are the positions of the M outputs.
 - ``ctx`` is extra per-batch context a block may need (a point tree, for instance); the
   runner passes the same ``ctx`` to every block, and a block that needs none takes none.
+  :class:`SequoiaBlock` takes a :class:`TreeContext`, through which each layer also hands its
+  hub states to the next.
 - ``info`` carries what the viewer and analyses read: tensors such as ``idx`` (B, M, K), the
   neighbours the block attended to (``None`` for full attention).
 - ``block.dim_out`` is C'.
@@ -20,41 +22,52 @@ after any block. A post-module maps ``(x': (B, M, C'), pos': (B, M, 3)) -> x'': 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from ..ops.tree import PointTree
+from ..ops.tree_tables import TreeTables
 from .attention import MultiHeadSelfAttention
 from .centroid_attention import CentroidAttention
 from .mlp import FeedForward, make_norm
+from .sequoia_attention import SequoiaAttention
 
-__all__ = ["BlockStack", "CABlock", "PostBlock", "SABlock"]
+__all__ = ["BlockStack", "CABlock", "PostBlock", "SABlock", "SequoiaBlock", "TreeContext"]
 
 
 class SABlock(nn.Module):
     """Pre-norm transformer block: optional width change, ``x + SA(norm(x))``, then the MLP.
+
+    With ``k=None`` this is the dense softmax-attention block (torch's fused SDPA), the one the
+    Sequoia models' softmax baseline stacks; with ``k`` set, attention over K nearest points.
 
     Args:
         dim_in: input channels C.
         dim: output channels C' (a linear layer changes the width when C' != C).
         heads, k, knn_space: of :class:`~pointabstract.nn.MultiHeadSelfAttention`.
         norm: ``"layer"`` or ``"batch"`` (see :func:`~pointabstract.nn.make_norm`).
+        mlp_ratio: hidden width of the :class:`~pointabstract.nn.FeedForward`, times C'.
+        act: its activation (see :data:`~pointabstract.nn.mlp.ACTIVATIONS`).
     """
 
     def __init__(self, dim_in: int, dim: int, *, heads: int, k: int | None, knn_space: str,
-                 norm: str = "layer"):
+                 norm: str = "layer", mlp_ratio: float = 2.0, act: str = "leaky_relu"):
         super().__init__()
         self.dim_out = dim
         self.proj = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
         self.norm = make_norm(norm, dim)
         self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
-        self.mlp = FeedForward(dim, norm=norm)
+        self.mlp = FeedForward(dim, hidden=int(dim * mlp_ratio), norm=norm, act=act)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor):
         """x: (B, N, C), pos: (B, N, 3) -> (B, N, C'), pos, {"idx": (B, N, K) or None}."""
         x = self.proj(x)
-        out, info = self.attn(self.norm(x), pos, return_attention=True)
-        return self.mlp(x + out), pos, {"idx": info["idx"]}
+        h = self.norm(x)
+        idx = self.attn.neighbours(h, pos)
+        out, _ = self.attn.attend(h, idx)
+        return self.mlp(x + out), pos, {"idx": idx}
 
 
 class CABlock(nn.Module):
@@ -71,6 +84,38 @@ class CABlock(nn.Module):
         {"idx": (B, M, K) or None, "init_idx": (B, M) or None} (see CentroidAttention)."""
         u, pos_u, details = self.attn(x, pos, return_details=True)
         return u, pos_u, {"idx": details["idx"], "init_idx": details["init_idx"]}
+
+
+@dataclass
+class TreeContext:
+    """The context a stack of :class:`SequoiaBlock` shares in one forward pass.
+
+    Attributes:
+        tree: ``build_tree`` output for the batch's positions.
+        tables: the index tables of the tree (``layer.tables(tree)``), built once.
+        nodes: the hub states (list over levels of (B, S_l, C)) the last block left, None
+            before the first; each block reads and replaces them.
+    """
+
+    tree: PointTree
+    tables: TreeTables
+    nodes: list[torch.Tensor] | None = None
+
+
+class SequoiaBlock(SequoiaAttention):
+    """A :class:`~pointabstract.nn.SequoiaAttention` layer as a block (the same parameters):
+    ``(x, pos, ctx: TreeContext) -> (x', pos, {})``, the hubs carried to the next block in
+    ``ctx.nodes``. Arguments are those of SequoiaAttention."""
+
+    def __init__(self, dim: int, **kwargs):
+        super().__init__(dim, **kwargs)
+        self.dim_out = dim
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, ctx: TreeContext):
+        """x: (B, N, C), pos: (B, N, 3) -> (B, N, C) updated points, pos, {}."""
+        out, info = super().forward(x, pos, ctx.tree, tables=ctx.tables, nodes=ctx.nodes, return_nodes=True)
+        ctx.nodes = info["nodes"]
+        return out, pos, {}
 
 
 class PostBlock(nn.Module):

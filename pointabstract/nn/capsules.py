@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops import _validate as V
+from .. import _validate as V
 from .mlp import PointBatchNorm
 
 __all__ = ["PrimaryPointCapsules", "primary_capsules_naive", "squash"]

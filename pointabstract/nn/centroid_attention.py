@@ -104,9 +104,10 @@ class CentroidAttention(nn.Module):
         raise ValueError(f"init={self.init!r} has no learned weights")
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # checkpoints from before issue 29 stored init="linear" as softmax logits `assign`;
-        # softmax(assign) is exactly the linear map they applied, so it becomes `init_weight`
-        # (same outputs; training it further follows the new, unconstrained parametrisation)
+        # older checkpoints stored init="linear" as softmax logits `assign`; softmax(assign) is
+        # exactly the linear map they applied, so it becomes `init_weight` (same outputs; training
+        # it further follows the unconstrained parametrisation). A shim removed in 0.2.0
+        # (docs/development.md#compatibility-shims)
         old = prefix + "assign"
         if self.init == "linear" and old in state_dict and prefix + "init_weight" not in state_dict:
             state_dict[prefix + "init_weight"] = state_dict.pop(old).softmax(-1)
@@ -170,7 +171,7 @@ class CentroidAttention(nn.Module):
         for _ in range(self.iters):
             idx = self.neighbours(u, x, pos_u, pos)
             q = self.q(self.norm_u(u)).view(batch, u.shape[1], self.heads, -1)
-            upd, weights = attend(q, kv, idx, normalize=self.normalize)
+            upd, weights = attend(q, kv, idx, normalize=self.normalize, need_weights=return_details)
             u = u + self.out(upd.reshape(batch, u.shape[1], -1)) / self.iters
         u = self.mlp(u)
         if return_details:

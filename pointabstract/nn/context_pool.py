@@ -57,7 +57,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops import _validate as V
+from .. import _validate as V
 from ..ops import gather_points, knn
 from .attention import _fused_ok, _NeighbourSum  # the compiled neighbour sums of the attention
 

@@ -1,7 +1,7 @@
 """One proposal of Sequoia attention: multi-head attention of nodes to gathered nodes with
 relative positions, per query (any relation) or in groups that share their keys (the
 children of one parent share their siblings and ancestors). Used by
-:class:`~pointabstract.nn.tree_attention.SequoiaAttention`."""
+:class:`~pointabstract.nn.sequoia_attention.SequoiaAttention`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from torch import nn
 
 from ..ops.gather import take_rows
 from .attention import _fused_ok, _NeighbourDot, _NeighbourSum  # the same fused CPU products
+from .mlp import MLP
 
 __all__ = ["TreeProposal", "masked_softmax"]
 
@@ -54,7 +55,7 @@ class TreeProposal(nn.Module):
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
-        self.pos_bias = nn.Sequential(nn.Linear(3, pos_hidden), nn.ReLU(), nn.Linear(pos_hidden, heads))
+        self.pos_bias = MLP([3, pos_hidden, heads], act="relu")  # Linear, ReLU, Linear
         self.pos_value = nn.Linear(3, dim, bias=False)
 
     def forward(self, x, pos, src, src_pos, idx):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import _validate as V
+from .. import _validate as V
 from ._backend import resolve
 from ._dist import empty_result, overflowing, squared_norm, to_input, widen
 from .kernels import to_numpy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _validate as V
+from .. import _validate as V
 from ._dist import take_rows
 from .knn import knn
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import _validate as V
+from .. import _validate as V
 from ._backend import resolve
 from ._dist import empty_result, overflowing, sort_exact, squared_norm, take_rows, to_input, widen, work_dtype
 from ._knn_dense import approx_dist2, approx_error, knn_torch, sq_norms

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _validate as V
+from .. import _validate as V
 from .knn import knn
 
 __all__ = ["knn_graph"]

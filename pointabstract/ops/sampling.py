@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _validate as V
+from .. import _validate as V
 from .fps import farthest_point_sample
 from .gather import gather_points
 from .knn import knn

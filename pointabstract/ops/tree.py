@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _validate as V
+from .. import _validate as V
 
 __all__ = ["PointTree", "TreeLevel", "build_tree", "build_tree_naive"]
 

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import _validate as V
 from .writers import output_names, write_classes, write_parts, write_reconstruction
 
 __all__ = ["add_parser", "run"]
@@ -60,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out} is a file, not a folder")
     from .prepare import UP_ROTATIONS
 
-    if args.up not in UP_ROTATIONS:
-        raise ValueError(f"--up must be one of {list(UP_ROTATIONS)} (the files' up axis), got {args.up!r}")
+    V.check_choice("--up", args.up, UP_ROTATIONS, note=" (the files' up axis)")
     predictor = load(args.checkpoint, device=args.device)
     predictor.check_options(flags=True, top_k=args.top_k, votes=args.votes, category=args.category,
                             per_capsule=args.per_capsule or None)

@@ -28,7 +28,7 @@ from ..engine.checkpoint import check_finite_weights, load_checkpoint
 from ..engine.config import RunConfig, load_config, upgrade_flat
 from ..engine.distributed import check_device
 from ..engine.restored import load_weights
-from ..engine.tasks import task_class
+from ..engine.tasks import build_task
 from ..models import build_model
 
 __all__ = ["Trained", "load_trained"]
@@ -70,7 +70,7 @@ def load_trained(path: str | Path, *, device: str | torch.device = "cpu") -> Tra
         cfg = load_config(None, upgrade_flat(dict(ckpt["config"])))
     except ValueError as err:
         raise ValueError(f"{path} was written with a config this version cannot read: {err}") from None
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     _adopt_names(task, cfg, _task_state(ckpt), path)
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
     load_weights(model, ckpt["model"], f"{path} does not fit a '{cfg.model}' model built from its own "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from .. import _validate as V
 from ..data.categories import CATEGORY_BY_SYNSET, SHAPENET_PART, resolve_category
 from .classify import classify
 from .inputs import as_clouds, is_batch
@@ -101,8 +102,7 @@ class Predictor:
     def prepare(self, x, *, normalize: str | None = None, up: str = "y") -> list[Prepared]:
         """Every input of ``x`` (as :meth:`predict` takes it) read and prepared for the model."""
         transform = self._transform(normalize)
-        if up not in UP_ROTATIONS:
-            raise ValueError(f"up must be one of {list(UP_ROTATIONS)} (the input's up axis), got {up!r}")
+        V.check_choice("up", up, UP_ROTATIONS, note=" (the input's up axis)")
         cfg = self.trained.config
         return [prepare(c, num_points=self.num_points, use_normals=cfg.data.use_normals, transform=transform,
                         seed=cfg.seed, up=up) for c in as_clouds(x)]
@@ -134,9 +134,8 @@ class Predictor:
                 raise ValueError(f"{shown(name)} applies to {tasks} checkpoints; {self.trained.path} is a "
                                  f"'{self.task}' model")
         for name in ("top_k", "votes"):
-            value = given.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{shown(name)} must be a positive integer, got {value!r}")
+            if given.get(name) is not None:
+                V.check_int(shown(name), given[name], low=1)
         category = given.get("category")
         for value in category if isinstance(category, (list, tuple)) else [category]:
             if value is not None:  # checked before any file is read
@@ -182,8 +181,7 @@ class Predictor:
 
     def _transform(self, normalize: str | None):
         normalize = self.frame if normalize is None else normalize
-        if normalize not in NORMALIZE:
-            raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {normalize!r}")
+        V.check_choice("normalize", normalize, NORMALIZE)
         if self.task == "reconstruction":
             if normalize != "unit_sphere":
                 raise ValueError("normalize='none' does not apply to reconstruction: its training normalises "

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import _validate as V
 from ..data import NormalizeUnitSphere, point_indices
 from .inputs import Cloud
 
@@ -90,8 +91,7 @@ def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed
     Raises:
         ValueError: naming the cloud: too few points, no normals for a model that needs them.
     """
-    if up not in UP_ROTATIONS:
-        raise ValueError(f"up must be one of {list(UP_ROTATIONS)} (the input's up axis), got {up!r}")
+    V.check_choice("up", up, UP_ROTATIONS, note=" (the input's up axis)")
     pos, normal, notes = _pick(cloud, num_points, seed)
     if use_normals and normal is None:
         raise ValueError(f"{cloud.name}: the model was trained with normals (data.use_normals) and this "

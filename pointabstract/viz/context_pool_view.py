@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import _validate as V
 from .core.colors import GREY, ScalarLegend, scalar_colors
 
 __all__ = ["ContextPoolView", "context_pool_colors", "context_pool_png", "context_pool_view", "pools_of",
@@ -70,8 +71,7 @@ def context_pool_colors(model: torch.nn.Module, run, block: int) -> ContextPoolV
     pools = pools_of(model)
     if not pools:
         raise ValueError("this model has no ContextPool (train it with model.context_pool=true)")
-    if isinstance(block, bool) or not isinstance(block, int) or not -len(pools) <= block < len(pools):
-        raise ValueError(f"block must be an int in [0, {len(pools)}) for this model, got {block!r}")
+    V.check_int_in("block", block, -len(pools), len(pools) - 1, note=" for this model")
     pool, seen = pools[block], {}
 
     def keep_inputs(module, args, out):  # returns None: the model's output is left as it is
@@ -117,8 +117,7 @@ def context_pool_view(checkpoint: str | Path, *, block: int, index: int = 0, spl
     restored = restore(checkpoint, data_root=data_root, split=split, device=device,
                        overrides={"data.workers": 0})
     n = len(restored.dataset)
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
-        raise ValueError(f"index {index!r} is out of range: the {split} split has {n} samples (0..{n - 1})")
+    V.check_int_in("index", index, 0, n - 1, note=f" (the {split} split has {n} samples)")
     batch = collate([restored.dataset[index]])
     model = restored.model.eval()
     return context_pool_colors(model, lambda: restored.task.step(model, batch, restored.device), block)

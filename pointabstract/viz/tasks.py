@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from .. import _validate as V
 from .capsules.app import CapsuleViewerState
 from .capsules.session import CapsuleSession
 from .classification.app import ViewerState
@@ -223,12 +224,9 @@ HTML_ARGS = {"block": None, "k": None, "color": None, "query": None, "capsule": 
 def html_indices(session, *, index: int = 0, samples: int = 16) -> list[int]:
     """The shapes a page shows: ``samples`` consecutive shapes of the split from ``index`` (fewer
     when the split ends first)."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ValueError(f"samples must be a positive int, got {samples!r}")
+    V.check_int("samples", samples, low=1)
     n = len(session)
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
-        raise ValueError(f"index {index!r} is out of range: the {session.split} split has {n} samples "
-                         f"(0..{n - 1})")
+    V.check_int_in("index", index, 0, n - 1, note=f" (the {session.split} split has {n} samples)")
     return list(range(index, min(n, index + samples)))
 
 

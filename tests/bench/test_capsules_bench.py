@@ -143,10 +143,10 @@ def _no_work(monkeypatch):
     (["--skip-timing", "--train-steps", "0"],
      r"nothing to run: --skip-timing and --train-steps 0 select no measurement \(.*capsules.md and "
      r".*capsules.json are left as they were\)"),
-    (["--seeds", "0"], r"--seeds must be >= 1 \(training runs per routing\), got 0"),
-    (["--skip-timing", "--train-steps", "-3"], r"--train-steps must be >= 0 \(0: no training\), got -3"),
-    (["--repeats", "0", "--train-steps", "0"], r"--repeats must be >= 1, got 0"),
-    (["--batch", "0"], r"--batch must be >= 1, got 0"),
+    (["--seeds", "0"], r"--seeds must be a positive int \(training runs per routing\), got 0"),
+    (["--skip-timing", "--train-steps", "-3"], r"--train-steps must be an int >= 0 \(0: no training\), got -3"),
+    (["--repeats", "0", "--train-steps", "0"], r"--repeats must be a positive int, got 0"),
+    (["--batch", "0"], r"--batch must be a positive int, got 0"),
     (["--out", "{results}"], r"--out .* is a folder; give a file name"),
     (["--results", "{results}/capsules.md"], r"--results .*capsules.md/capsules.md: folder .*capsules.md is a file, not a folder"),
 ])

@@ -103,9 +103,9 @@ def test_cost_table_gives_overheads_over_none_and_errors():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--seeds", "0"], r"--seeds must be >= 1 \(training runs per variant\), got 0"),
-    (["--steps", "0"], r"--steps must be >= 1, got 0"),
-    (["--repeats", "0"], r"--repeats must be >= 1, got 0"),
+    (["--seeds", "0"], r"--seeds must be a positive int \(training runs per variant\), got 0"),
+    (["--steps", "0"], r"--steps must be a positive int, got 0"),
+    (["--repeats", "0"], r"--repeats must be a positive int, got 0"),
 ])
 def test_an_empty_selection_is_refused_before_any_work(argv, match, tmp_path, capsys, monkeypatch):
     from pointabstract.bench import measure

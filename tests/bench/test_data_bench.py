@@ -64,7 +64,7 @@ def test_nothing_to_time_is_refused_up_front_and_the_table_kept(tmp_path, capsys
         r"the generation row \(.*bench.md is left as it was\)\n", err), err
     assert out.read_bytes() == before
     assert cli(["bench", "data", "--shapes", "0", "--out", str(out)]) == 2
-    assert re.fullmatch(r"error: --shapes must be >= 1, got 0\n", capsys.readouterr().err)
+    assert re.fullmatch(r"error: --shapes must be a positive int, got 0\n", capsys.readouterr().err)
     assert out.read_bytes() == before
 
 

@@ -42,5 +42,5 @@ def test_bad_input():
         fit_linear_svc(torch.full((4, 2), float("nan")), y)
     with pytest.raises(ValueError, match=r"y must hold at least two classes, got \[0\]"):
         fit_linear_svc(x, torch.zeros(4, dtype=torch.int64))
-    with pytest.raises(ValueError, match="c must be > 0, got 0"):
+    with pytest.raises(ValueError, match="c must be a positive finite number, got 0.0"):
         fit_linear_svc(x, y, c=0)

@@ -10,10 +10,7 @@ from pointabstract.bench import parts as bench
 from pointabstract.engine import load_checkpoint, load_config
 from pointabstract.engine.config import check_config
 from pointabstract.models import MODELS
-from tests.fixtures import write_tiny_synthetic
-
-_TINY = {"model.dim": 8, "model.heads": 2, "model.layers": 1, "model.leaf_size": 4, "model.siblings_k": 4,
-         "model.mlp_ratio": 1.0}
+from tests.fixtures import tiny_sizes, write_tiny_synthetic
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +42,7 @@ def seg_run(tiny, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     spend = bench.budget(epochs=1, points=64, batch=8, lr=1e-3)
     row = bench.run_seg("sequoia_seg", 0, root=str(tiny), train_budget=spend, out_root=str(out),
-                        model_args={**_TINY, "model.head_dim": 16})
+                        model_args=tiny_sizes("sequoia_seg"))
     return row, out
 
 
@@ -86,7 +83,7 @@ def test_arguments_and_bad_values():
     bench.add_arguments(parser)
     args = parser.parse_args(["--seeds", "0"])
     assert args.size == "demo" and args.epochs == 2 and args.tasks == ["seg", "cls"]
-    with pytest.raises(ValueError, match="--seeds must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="--seeds must be a positive int, got 0"):
         bench.main(args)
     with pytest.raises(ValueError, match="--real-data-only needs --real-data ROOT"):
         bench.main(parser.parse_args(["--real-data-only"]))

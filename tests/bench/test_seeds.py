@@ -14,7 +14,7 @@ from pointabstract.bench.seeds import (
 
 def test_seed_list():
     assert seed_list(3) == [0, 1, 2] and seed_list([5, 7]) == [5, 7]
-    with pytest.raises(ValueError, match="seeds must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="seeds must be a positive int, got 0"):
         seed_list(0)
     with pytest.raises(ValueError, match="distinct"):
         seed_list([1, 1])

@@ -7,11 +7,7 @@ import pytest
 
 from pointabstract.bench import train_speed
 from pointabstract.bench.train_speed import CONFIGS, categorise, main, measure_config
-from tests.fixtures import write_tiny_synthetic
-
-TINY = {"demo": {"model.widths": [8, 16, 16, 24], "model.heads": 2, "model.k": 6, "model.fuse_dim": 16,
-                 "model.head_dims": [16]},
-        "parts_demo": {"model.dim": 8, "model.heads": 2, "model.layers": 1, "model.leaf_size": 4}}
+from tests.fixtures import tiny_sizes, write_tiny_synthetic
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +29,7 @@ def test_categories_of_profiler_op_names():
 
 def test_the_flops_of_a_linear_model_are_counted_exactly(root):
     # the classifier's FLOPs grow linearly with the batch: counted, not estimated
-    over = {"data.root": str(root), "data.num_points": 64, **TINY["demo"]}
+    over = {"data.root": str(root), "data.num_points": 64, **tiny_sizes("centroid_transformer")}
     one = measure_config("demo", repeats=1, overrides={**over, "data.batch_size": 2}, peak_gflops=100.0)
     two = measure_config("demo", repeats=1, overrides={**over, "data.batch_size": 4}, peak_gflops=100.0)
     assert two["gflop_fwd_bwd"] == pytest.approx(2 * one["gflop_fwd_bwd"], rel=1e-6)
@@ -42,7 +38,7 @@ def test_the_flops_of_a_linear_model_are_counted_exactly(root):
 
 
 def test_main_writes_the_records_with_a_profile(root, tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(CONFIGS, "demo", ("demo", {"data.num_points": 64, "data.batch_size": 4, **TINY["demo"]}))
+    monkeypatch.setitem(CONFIGS, "demo", ("demo", {"data.num_points": 64, "data.batch_size": 4, **tiny_sizes("centroid_transformer")}))
     monkeypatch.setattr(train_speed, "matmul_peak", lambda: 50.0)
     args = argparse.Namespace(configs=["demo"], repeats=1, profile=True, data=str(root),
                               results=str(tmp_path / "bench"))
@@ -56,6 +52,6 @@ def test_main_writes_the_records_with_a_profile(root, tmp_path, monkeypatch, cap
 
 def test_zero_repeats_are_refused_before_any_work(tmp_path):
     args = argparse.Namespace(configs=["demo"], repeats=0, profile=False, data=None, results=str(tmp_path))
-    with pytest.raises(ValueError, match=r"--repeats must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"--repeats must be a positive int, got 0"):
         main(args)
     assert not list(tmp_path.iterdir())

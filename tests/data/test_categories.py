@@ -43,8 +43,8 @@ def test_resolve_categories_selection():
     ("boat", SHAPENET_CORE13, ValueError, "unknown ShapeNetCore13 category 'boat'"),
     ("02954340", SHAPENET_CORE13, ValueError, "unknown ShapeNetCore13 category '02954340'"),
     ("sofa_table", MODELNET40, ValueError, "unknown ModelNet40 category 'sofa_table'"),
-    (16, SHAPENET_PART, ValueError, r"ShapeNetPart index must be in \[0, 16\), got 16"),
-    (-1, SHAPENET_CORE, ValueError, r"ShapeNetCore index must be in \[0, 24\), got -1"),
+    (16, SHAPENET_PART, ValueError, r"category must be an int in \[0, 15\] \(a ShapeNetPart index\), got 16"),
+    (-1, SHAPENET_CORE, ValueError, r"category must be an int in \[0, 23\] \(a ShapeNetCore index\), got -1"),
     (True, SHAPENET_PART, TypeError, "category must be an int index, a name or a synset, got True"),
     (2.0, SHAPENET_PART, TypeError, "category must be an int index"),
 ])

@@ -12,7 +12,7 @@ from pointabstract.data import cli as cli_module
 from pointabstract.data.cli import inspect_root
 from pointabstract.data.datasets.checksums import ARCHIVES, file_md5, verify_md5
 from pointabstract.data.synthetic.nuisances import NUISANCES, Nuisances
-from tests.data.datasets.test_shapenet_part import write_normal
+from tests.fixtures import write_normal
 
 
 def _modelnet(tmp_path):
@@ -178,7 +178,7 @@ def test_no_stage_lines_on_a_terminal(tmp_path, capsys, monkeypatch):
 
 
 def test_info_describes_a_folder_of_own_shapes(tmp_path, capsys):
-    from tests.data.datasets.test_folder import snapshot, write_shapes
+    from tests.fixtures import snapshot, write_shapes
 
     root = write_shapes(tmp_path / "mine")
     before = snapshot(root)

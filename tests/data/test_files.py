@@ -156,7 +156,7 @@ def test_ply_mixed_polygons_and_an_element_before_the_faces(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["ascii", "binary_little_endian", "binary_big_endian"])
 def test_ply_point_cloud_with_normals(tmp_path, fmt):
-    from tests.data.datasets.test_ply import write_ply
+    from tests.fixtures import write_ply
 
     points = np.random.default_rng(3).normal(size=(30, 3)).astype(np.float32)
     write_ply(tmp_path / "c.ply", points, fmt=fmt)
@@ -312,7 +312,7 @@ def test_sampling_is_seeded_and_binary_ascii_give_the_same_samples(tmp_path):
 
 def test_sample_shape_refuses_bad_n_and_flat_meshes(tmp_path):
     shape = read_shape(write_off_box(tmp_path / "a.off"))
-    with pytest.raises(ValueError, match=r"n must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"n must be a positive int, got 0"):
         sample_shape(shape, 0, rng=np.random.default_rng(0))
     (tmp_path / "flat.obj").write_text("v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n")
     with pytest.raises(ShapeFileError, match=r"flat\.obj: mesh has no triangle of positive finite area"):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.fixtures import TINY_MODEL, write_tiny_modelnet
+from tests.fixtures import tiny_model, write_tiny_modelnet
 
 
 @pytest.fixture
@@ -15,4 +15,4 @@ def tiny_data(tmp_path):
 def tiny_overrides(tiny_data, tmp_path):
     return [f"data.root={tiny_data}", "data.num_points=48", "data.batch_size=8", "data.eval_batch_size=12",
             "data.workers=0", "optim.epochs=2", f"log.out_dir={tmp_path / 'run'}", "log.progress=false",
-            "log.tensorboard=false", "device=cpu", *TINY_MODEL]
+            "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer")]

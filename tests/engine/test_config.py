@@ -121,11 +121,11 @@ def test_an_empty_preset_is_refused(tmp_path, text):
     ("task.votes=0", r"task.votes must be >= 1, got 0"),
 ])
 def test_wrong_option_shapes_name_the_key(override, message):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
 
     cfg = load_config(None, ["model=sequoia_seg_demo", override])
     with pytest.raises(ValueError, match=message):
-        task_class(cfg.task)(cfg)
+        build_task(cfg)
 
 
 @pytest.mark.parametrize("model, override", [("capsule_ae_demo_dr", "model.encoder_dims=[-1]"),

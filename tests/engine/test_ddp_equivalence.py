@@ -10,7 +10,6 @@ followed by BatchNorm into full-size steps (up to 0.017 apart), which BatchNorm 
 """
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +17,10 @@ from pathlib import Path
 import pytest
 
 from pointabstract.engine import load_checkpoint
+from tests.fixtures import free_port, tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _train(launcher: list[str], args: list[str], out: Path, config: str = "demo") -> subprocess.CompletedProcess:
@@ -45,7 +39,7 @@ def _rows(out: Path) -> list[dict]:
 def test_two_processes_match_one_with_the_same_global_batch(tiny_overrides, tmp_path):
     args = [*tiny_overrides, "optim.epochs=3", "data.batch_size=8"]
     one = _train([], args, tmp_path / "one")
-    two = _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}"],
+    two = _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}"],
                  args, tmp_path / "two")
     assert two.stdout.count("test overall accuracy") == 1  # rank 0 alone prints the summary
     assert one.stdout.count("test overall accuracy") == 1
@@ -61,7 +55,7 @@ def test_two_processes_match_one_with_the_same_global_batch(tiny_overrides, tmp_
 @pytest.mark.slow
 def test_a_global_batch_that_does_not_split_is_refused(tiny_overrides, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-                           f"--master_port={_free_port()}", "-m", "pointabstract.cli", "train", "demo",
+                           f"--master_port={free_port()}", "-m", "pointabstract.cli", "train", "demo",
                            *tiny_overrides, "data.batch_size=7"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode != 0
@@ -85,14 +79,11 @@ def synthetic(tmp_path_factory):
     ("capsule_ae_demo_dr", "modelnet40", "chamfer"),
     ("sequoia_seg_demo", "shapenet_part", "instance_miou")])
 def test_two_processes_match_one_for_the_other_tasks(synthetic, tmp_path, model, dataset, metric):
-    from pointabstract.models import MODELS
-
-    sizes = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in MODELS[model].tiny.items()]
     args = [f"data.root={synthetic}", f"data.dataset={dataset}", "data.num_points=64", "data.batch_size=8",
             "data.eval_batch_size=8", "data.workers=0", "optim.epochs=2", "log.tensorboard=false",
-            "device=cpu", *sizes]
+            "device=cpu", *tiny_model(model)]
     _train([], args, tmp_path / "one", config=model)
-    _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}"],
+    _train(["-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}"],
            args, tmp_path / "two", config=model)
     one, two = _rows(tmp_path / "one"), _rows(tmp_path / "two")
     assert len(one) == len(two) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pointabstract.engine import load_checkpoint
-from tests.engine.test_ddp_equivalence import _free_port
+from tests.fixtures import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def _torchrun(args, env, tmp_path):
     script = tmp_path / "prelude.py"
     script.write_text(PRELUDE)
     return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-                           f"--master_port={_free_port()}", str(script), "train", "demo", *args],
+                           f"--master_port={free_port()}", str(script), "train", "demo", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 

@@ -5,10 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from pointabstract.engine import evaluate_checkpoint, load_checkpoint, load_config, train
-from pointabstract.models.capsule_autoencoder import SPECS
-from tests.data.datasets.test_folder import snapshot, write_shapes
-from tests.fixtures import TINY_MODEL
+from pointabstract.engine import evaluate_checkpoint, load_checkpoint, load_config, restore, train
+from tests.fixtures import snapshot, tiny_model, write_shapes
 
 RUN = ["data.dataset=folder", "data.num_points=48", "data.batch_size=3", "data.eval_batch_size=8",
        "data.workers=0", "optim.epochs=1", "log.progress=false", "log.tensorboard=false", "device=cpu"]
@@ -20,29 +18,50 @@ def shapes(tmp_path, monkeypatch):
     return write_shapes(tmp_path / "my shapes", per_class=4)
 
 
-def test_a_classifier_trains_with_one_output_per_class_folder(shapes, tmp_path):
-    before = snapshot(shapes)
-    cfg = load_config(None, [f"data.root={shapes}", f"log.out_dir={tmp_path / 'run'}", *RUN, *TINY_MODEL])
-    metrics = train(cfg)
-    assert metrics["samples"] == 3  # one test shape per class (4 files, test_fraction 0.2)
-    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
-    assert ckpt["task_state"]["class_names"] == ["pyramid", "slab", "tetra"]
-    from pointabstract.engine import restore
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory):
+    """(shapes folder, its snapshot before training, run folder, training metrics) of a tiny
+    classifier trained one epoch on 3 class folders."""
+    tmp = tmp_path_factory.mktemp("folder")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("POINTABSTRACT_CACHE", str(tmp / "cache"))
+        shapes = write_shapes(tmp / "my shapes", per_class=4)
+        before = snapshot(shapes)
+        cfg = load_config(None, [f"data.root={shapes}", f"log.out_dir={tmp / 'run'}", *RUN,
+                                 *tiny_model("centroid_transformer")])
+        return shapes, before, tmp / "run", train(cfg)
 
-    run = restore(tmp_path / "run" / "last.pt")
+
+def test_the_classifier_is_tested_on_one_shape_per_class(classifier):
+    assert classifier[3]["samples"] == 3  # 4 files per class, test_fraction 0.2
+
+
+def test_the_checkpoint_names_the_class_folders(classifier):
+    ckpt = load_checkpoint(classifier[2] / "last.pt")
+    assert ckpt["task_state"]["class_names"] == ["pyramid", "slab", "tetra"]
+
+
+def test_the_restored_classifier_has_one_output_per_class_folder(classifier):
+    run = restore(classifier[2] / "last.pt")
     with torch.no_grad():
         logits = run.model(torch.rand(2, 48, 3))["logits"]
     assert logits.shape == (2, 3)  # 3 classes, not ModelNet's 40
     assert len(run.dataset) == 3 and run.dataset.classes == ("pyramid", "slab", "tetra")
+
+
+def test_training_writes_nothing_into_the_shapes_folder(classifier):
+    shapes, before, _, _ = classifier
     assert snapshot(shapes) == before
-    again = evaluate_checkpoint(tmp_path / "run" / "last.pt", out_dir=tmp_path / "eval")
-    assert again["overall_accuracy"] == pytest.approx(metrics["overall_accuracy"])
+
+
+def test_eval_reproduces_the_training_metrics(classifier, tmp_path):
+    again = evaluate_checkpoint(classifier[2] / "last.pt", out_dir=tmp_path / "eval")
+    assert again["overall_accuracy"] == pytest.approx(classifier[3]["overall_accuracy"])
 
 
 def test_an_autoencoder_trains_on_the_same_folder(shapes, tmp_path):
-    model = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in SPECS["capsule_ae_demo_ca"].tiny.items()]
     cfg = load_config(None, ["model=capsule_ae_demo_ca", f"data.root={shapes}", f"log.out_dir={tmp_path / 'ae'}",
-                             *RUN, "data.num_points=64", "task.examples=0", "task.bn_batches=1", *model])
+                             *RUN, "data.num_points=64", "task.examples=0", "task.bn_batches=1", *tiny_model("capsule_ae_demo_ca")])
     metrics = train(cfg)
     assert metrics["samples"] == 3 and np.isfinite(metrics["chamfer"])
     assert load_checkpoint(tmp_path / "ae" / "last.pt")["task_state"]["category_names"] == ["pyramid", "slab", "tetra"]
@@ -54,11 +73,11 @@ def test_test_fraction_is_checked(shapes):
 
 
 def test_the_task_refuses_a_folder_without_class_folders(tmp_path, monkeypatch):
-    from pointabstract.engine.tasks import task_class
+    from pointabstract.engine.tasks import build_task
     from pointabstract.engine.tasks.base import MissingDatasetError
 
     monkeypatch.setenv("POINTABSTRACT_CACHE", str(tmp_path / "cache"))
     (tmp_path / "flat").mkdir()
     cfg = load_config(None, [f"data.root={tmp_path / 'flat'}", "data.dataset=folder"])
     with pytest.raises(MissingDatasetError, match=r"flat: no class folders"):
-        task_class(cfg.task)(cfg).dataset("train", train=True)
+        build_task(cfg).dataset("train", train=True)

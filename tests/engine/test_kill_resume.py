@@ -15,8 +15,7 @@ import pytest
 import torch
 
 from pointabstract.engine import load_checkpoint
-from pointabstract.models import MODELS
-from tests.fixtures import write_tiny_synthetic
+from tests.fixtures import tiny_model, write_tiny_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,10 +70,9 @@ def _rows(out: Path) -> list[dict]:
 
 def _tiny_run(model: str, root: Path, dataset: str) -> list[str]:
     """key=value overrides training ``model`` at its registry tiny size on the tiny synthetic set."""
-    sizes = [f"model.{k}={list(v) if isinstance(v, tuple) else v}" for k, v in MODELS[model].tiny.items()]
     return [f"data.root={root}", f"data.dataset={dataset}", "data.num_points=64", "data.batch_size=4",
             "data.eval_batch_size=8", "data.workers=0", "log.progress=false", "log.tensorboard=false",
-            "device=cpu", *sizes]
+            "device=cpu", *tiny_model(model)]
 
 
 @pytest.fixture(scope="module")

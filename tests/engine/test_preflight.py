@@ -6,33 +6,15 @@ import pytest
 import torch
 
 from pointabstract.engine import load_config, train
-from pointabstract.engine.tasks import task_class
+from pointabstract.engine.tasks import build_task
 from pointabstract.engine.tasks.preflight import check_batch_statistics
-from tests.fixtures import TINY_MODEL
-
-
-def resampled_layout(root, bad_line: str = "0.1,0.2,nan,0,0,1", bad_split: str = "train"):
-    """A ModelNet 'resampled' layout (one text file per shape, read when a sample is loaded):
-    8 train and 8 test shapes of 2 classes; the fifth ``bad_split`` file has ``bad_line`` at line 3."""
-    root.mkdir()
-    (root / "modelnet40_shape_names.txt").write_text("airplane\nbathtub\n")
-    rng = torch.Generator().manual_seed(0)
-    for split, first in (("train", 1), ("test", 101)):
-        ids = [f"{name}_{i:04d}" for name in ("airplane", "bathtub") for i in range(first, first + 4)]
-        (root / f"modelnet40_{split}.txt").write_text("\n".join(ids) + "\n")
-        for number, shape_id in enumerate(ids):
-            (root / shape_id.rsplit("_", 1)[0]).mkdir(exist_ok=True)
-            rows = [",".join(f"{v:.4f}" for v in row) for row in torch.rand(64, 6, generator=rng).tolist()]
-            if number == 4 and split == bad_split:
-                rows[2] = bad_line
-            (root / shape_id.rsplit("_", 1)[0] / f"{shape_id}.txt").write_text("\n".join(rows) + "\n")
-    return root
+from tests.fixtures import resampled_layout, tiny_model
 
 
 def _overrides(root, tmp_path, *extra):
     return [f"data.root={root}", "data.num_points=32", "data.batch_size=4", "data.eval_batch_size=4",
             "data.workers=2", "optim.epochs=1", f"log.out_dir={tmp_path / 'run'}", "log.progress=false",
-            "log.tensorboard=false", "device=cpu", *TINY_MODEL, *extra]
+            "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer"), *extra]
 
 
 @pytest.mark.parametrize("split, name", [("train", "training"), ("test", "test")])
@@ -56,7 +38,7 @@ def test_a_readable_set_trains(tmp_path):
 
 def _check(model, batch, size, world=1, *extra):
     cfg = load_config(None, [f"model={model}", f"data.batch_size={batch}", *extra])
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     task.class_names = ["a", "b"]  # classification: what the training set would give
     check_batch_statistics(cfg, task, size, world_size=world)
 
@@ -112,7 +94,7 @@ def test_large_file_per_shape_sets_get_the_cheap_check(tmp_path, monkeypatch):
     root = resampled_layout(tmp_path / "data")  # a NaN at line 3 of bathtub_0001.txt
     (root / "airplane" / "airplane_0002.txt").write_text("")
     cfg = load_config(None, [f"data.root={root}", "data.num_points=32"])
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     train_set = task.dataset("train", train=True)
     monkeypatch.setattr(preflight, "MAX_FILES", 4)  # 8 files: only checked to exist and hold bytes
     with pytest.raises(ValueError, match=r"the training set cannot be read, found before training: "

@@ -1,9 +1,8 @@
-"""The reconstruction task, driven directly with a small stand-in for the run config."""
+"""The reconstruction task, built from its data config and settings and driven directly."""
 
 import contextlib
 import json
 import os
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,18 +11,18 @@ import torch
 from pointabstract.data import collate
 from pointabstract.data.synthetic import generate
 from pointabstract.engine.config import DataConfig
-from pointabstract.engine.metrics import capsule_purity, capsule_purity_naive, reconstruction_scores
 from pointabstract.engine.precise_bn import recalibrate_batchnorm
 from pointabstract.engine.tasks.base import MissingDatasetError
 from pointabstract.engine.tasks.reconstruction import ReconstructionSettings, ReconstructionTask
 from pointabstract.models.capsule_autoencoder import SPECS, CapsuleAutoencoder
 from pointabstract.ops import chamfer_distance
+from tests.fixtures import tiny_sizes
 
 
-def _cfg(root, dataset="modelnet40", num_points=128, **settings):
+def _task(root, dataset="modelnet40", num_points=128, **settings):
     data = DataConfig(dataset=dataset, root=str(root), num_points=num_points, batch_size=4,
                       eval_batch_size=8, workers=0)
-    return SimpleNamespace(data=data, seed=0, task_config=lambda: ReconstructionSettings(**settings))
+    return ReconstructionTask(data, seed=0, settings=ReconstructionSettings(**settings))
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +44,7 @@ def _loader(ds, batch=8):
 
 @pytest.mark.parametrize("dataset", ["modelnet40", "shapenet_part", "shapenet_core"])
 def test_datasets_are_normalised_to_the_unit_sphere(synth, dataset):
-    task = ReconstructionTask(_cfg(synth, dataset))
+    task = _task(synth, dataset)
     for split, train in [("train", True), ("test", False)]:
         ds = task.dataset(split, train=train)
         sample = ds[0]
@@ -60,7 +59,7 @@ def test_datasets_are_normalised_to_the_unit_sphere(synth, dataset):
 
 
 def test_step_is_the_chamfer_loss(synth):
-    task = ReconstructionTask(_cfg(synth))
+    task = _task(synth)
     batch = next(iter(_loader(task.dataset("train", train=True), batch=4)))
     model = _model()
     torch.manual_seed(1)
@@ -73,7 +72,7 @@ def test_step_is_the_chamfer_loss(synth):
 
 
 def test_evaluate_metrics_and_report(synth, tmp_path):
-    task = ReconstructionTask(_cfg(synth, "shapenet_part", examples=2))
+    task = _task(synth, "shapenet_part", examples=2)
     ds = task.dataset("test", train=False)
     model = _model()
     metrics = task.evaluate(model, _loader(ds), torch.device("cpu"), autocast=contextlib.nullcontext)
@@ -101,33 +100,8 @@ def test_evaluate_metrics_and_report(synth, tmp_path):
     assert task.mode == "min" and task.metric == "chamfer"
 
 
-def test_reconstruction_scores_hand_computed():
-    pos = torch.tensor([[[0.0, 0, 0], [1, 0, 0]]])
-    points = torch.tensor([[[0.0, 0, 0], [0, 0.5, 0], [1, 0.01, 0]]])
-    cd, f = reconstruction_scores(points, pos, threshold=0.1)
-    # out -> in: 0, 0.25, 1e-4 (mean 0.0834); in -> out: 0, 1e-4 (mean 5e-5)
-    assert cd.item() == pytest.approx((0.25 + 1e-4) / 3 + 1e-4 / 2, rel=1e-5)
-    precision, recall = 2 / 3, 1.0
-    assert f.item() == pytest.approx(2 * precision * recall / (precision + recall))
-
-
-def test_capsule_purity_hand_computed_and_against_naive():
-    pos = torch.tensor([[[0.0, 0, 0], [0.1, 0, 0], [5, 0, 0]]])
-    part = torch.tensor([[3, 3, 7]])
-    points = torch.tensor([[[0.0, 0, 0], [5, 0, 0], [0.1, 0, 0], [0.05, 0, 0]]])
-    index = torch.tensor([0, 0, 1, 1])
-    purity, counts = capsule_purity(points, pos, part, index, num_parts=8)
-    assert purity.item() == pytest.approx((0.5 + 1.0) / 2)  # capsule 0: parts 3, 7; capsule 1: 3, 3
-    assert counts[0, 0, 3] == 1 and counts[0, 0, 7] == 1 and counts[0, 1, 3] == 2
-    g = torch.Generator().manual_seed(0)
-    pos, points = torch.rand(3, 40, 3, generator=g), torch.rand(3, 30, 3, generator=g)
-    part, index = torch.randint(0, 5, (3, 40), generator=g), torch.randint(0, 6, (30,), generator=g)
-    torch.testing.assert_close(capsule_purity(points, pos, part, index, num_parts=5)[0],
-                               capsule_purity_naive(points, pos, part, index))
-
-
 def test_short_training_lowers_the_test_chamfer(synth):
-    task = ReconstructionTask(_cfg(synth, num_points=128))
+    task = _task(synth, num_points=128)
     train, test = task.dataset("train", train=True), task.dataset("test", train=False)
     model = _model("capsule_ae_demo_dr")
     before = task.evaluate(model, _loader(test), torch.device("cpu"), autocast=contextlib.nullcontext)
@@ -145,20 +119,20 @@ def test_short_training_lowers_the_test_chamfer(synth):
 
 def test_bad_settings_and_missing_data(tmp_path, synth):
     with pytest.raises(ValueError, match=r"task.augment must be one of \['none', 'rotate_up'\], got 'x'"):
-        ReconstructionTask(_cfg(tmp_path, augment="x"))
+        _task(tmp_path, augment="x")
     with pytest.raises(ValueError, match="task.fscore_threshold must be > 0, got 0"):
-        ReconstructionTask(_cfg(tmp_path, fscore_threshold=0))
+        _task(tmp_path, fscore_threshold=0)
     with pytest.raises(ValueError, match="task.undersized must be 'repeat' or 'error'"):
-        ReconstructionTask(_cfg(tmp_path, undersized="drop"))
+        _task(tmp_path, undersized="drop")
     with pytest.raises(ValueError, match="data.dataset must be one of .* for reconstruction, got 'mnist'"):
-        ReconstructionTask(_cfg(synth, "mnist")).dataset("train", train=True)
+        _task(synth, "mnist").dataset("train", train=True)
     for dataset in ("modelnet40", "shapenet_part", "shapenet_core"):
         with pytest.raises(MissingDatasetError, match="pointabstract data synth"):
-            ReconstructionTask(_cfg(tmp_path / "empty", dataset)).dataset("train", train=True)
+            _task(tmp_path / "empty", dataset).dataset("train", train=True)
 
 
 def test_real_shapenet_part_cap_subset(realdata):
-    task = ReconstructionTask(_cfg(realdata, "shapenet_part", num_points=2048))
+    task = _task(realdata, "shapenet_part", num_points=2048)
     ds = task.dataset("test", train=False)
     assert len(ds) == 11 and {int(ds[i]["category"]) for i in range(len(ds))} == {2}  # Cap
     metrics = task.evaluate(_model(), _loader(ds), torch.device("cpu"), autocast=contextlib.nullcontext)
@@ -172,7 +146,7 @@ def test_real_off_meshes(realdata, tmp_path):
         target = tmp_path / "ModelNet40" / mesh.relative_to(realdata / "ModelNet40")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(mesh, target)
-    task = ReconstructionTask(_cfg(tmp_path, "modelnet40", num_points=512))
+    task = _task(tmp_path, "modelnet40", num_points=512)
     ds = task.dataset("train", train=True)
     assert ds.layout == "off" and len(ds) == 22
     batch = collate([ds[i] for i in range(4)])
@@ -182,11 +156,10 @@ def test_real_off_meshes(realdata, tmp_path):
 
 
 def _train_overrides(root, out, *extra):
-    model = {f"model.{k}": list(v) if isinstance(v, tuple) else v for k, v in SPECS["capsule_ae_demo_ca"].tiny.items()}
     return {"model": "capsule_ae_demo_ca", "data.dataset": "shapenet_part", "data.root": str(root),
             "data.num_points": 64, "data.batch_size": 4, "data.eval_batch_size": 16, "data.workers": 0,
             "optim.epochs": 4, "optim.lr": 1e-2, "task.examples": 0, "log.out_dir": str(out), "log.progress": False,
-            "log.tensorboard": False, "device": "cpu", **model,
+            "log.tensorboard": False, "device": "cpu", **tiny_sizes("capsule_ae_demo_ca"),
             **dict(extra)}
 
 
@@ -206,7 +179,7 @@ def test_precise_bn_closes_the_eval_gap_and_checkpoints_reproduce_it(synth, tmp_
 
 
 def test_recalibrate_touches_only_statistics_and_is_deterministic(synth):
-    task = ReconstructionTask(_cfg(synth, "shapenet_part", num_points=64))
+    task = _task(synth, "shapenet_part", num_points=64)
     train = task.dataset("train", train=True)
     model = _model()
     model.eval()
@@ -221,7 +194,7 @@ def test_recalibrate_touches_only_statistics_and_is_deterministic(synth):
     assert model.primary.momentum == 0.1 and model.primary._batches == 3
     assert not torch.equal(buffers[0]["primary.running_var"], torch.ones_like(buffers[0]["primary.running_var"]))
     with pytest.raises(ValueError, match="task.bn_batches must be an integer >= 0, got -1"):
-        ReconstructionTask(_cfg(synth, bn_batches=-1))
+        _task(synth, bn_batches=-1)
 
 
 def test_how_often_a_run_evaluates_does_not_change_its_training(synth, tmp_path):
@@ -233,35 +206,3 @@ def test_how_often_a_run_evaluates_does_not_change_its_training(synth, tmp_path)
         train(load_config(None, _train_overrides(synth, out, ("optim.epochs", 3), ("log.eval_every", every))))
         weights.append(load_checkpoint(out / "last.pt")["model"])
     assert [k for k in weights[0] if not torch.equal(weights[0][k], weights[1][k])] == []
-
-
-P3, Q3 = torch.rand(2, 8, 3), torch.rand(2, 6, 3)
-
-
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: reconstruction_scores(P3, Q3[:1], threshold=0.1), ValueError,
-     r"points and pos must have the same batch size B, got 2 and 1"),
-    (lambda: reconstruction_scores(P3[..., :2], Q3, threshold=0.1), ValueError,
-     r"points must have shape \(B, N, 3\), got \(2, 8, 2\)"),
-    (lambda: reconstruction_scores(P3, Q3, threshold=0.0), ValueError, r"threshold must be a positive finite number, got 0.0"),
-    (lambda: reconstruction_scores(P3, Q3, threshold=float("nan")), ValueError,
-     r"threshold must be a positive finite number, got nan"),
-    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 6, dtype=torch.int64), torch.zeros(7, dtype=torch.int64),
-                            num_parts=4), ValueError, r"capsule_index must have shape \(M,\) = \(8,\), got \(7,\)"),
-    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 5, dtype=torch.int64), torch.zeros(8, dtype=torch.int64),
-                            num_parts=4), ValueError, r"part must have shape \(B, N\) = \(2, 6\), got \(2, 5\)"),
-    # a part id >= num_parts used to land in the next capsule's row of the table
-    (lambda: capsule_purity(P3, Q3, torch.full((2, 6), 4), torch.zeros(8, dtype=torch.int64), num_parts=4),
-     ValueError, r"part values must lie in \[0, 3\], got values in \[4, 4\]"),
-    (lambda: capsule_purity(P3, Q3, torch.full((2, 6), -1), torch.zeros(8, dtype=torch.int64), num_parts=4),
-     ValueError, r"part values must lie in \[0, 3\], got values in \[-1, -1\]"),
-    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 6, dtype=torch.int64), torch.full((8,), -2), num_parts=4),
-     ValueError, r"capsule_index values must be >= 0, got values in \[-2, -2\]"),
-    (lambda: capsule_purity(P3, Q3, torch.zeros(2, 6, dtype=torch.int64), torch.zeros(8, dtype=torch.int64),
-                            num_parts=0), ValueError, r"num_parts must be a positive int, got 0"),
-    (lambda: capsule_purity(P3, Q3[:1], torch.zeros(1, 6, dtype=torch.int64), torch.zeros(8, dtype=torch.int64),
-                            num_parts=4), ValueError, r"points and pos must have the same batch size B, got 2 and 1"),
-])
-def test_metric_inputs_are_checked(call, error, message):
-    with pytest.raises(error, match=message):
-        call()

@@ -3,7 +3,7 @@
 import shutil
 
 from pointabstract.engine import load_config, restore, train
-from tests.fixtures import TINY_MODEL, write_tiny_modelnet
+from tests.fixtures import tiny_model, write_tiny_modelnet
 
 
 def _train_in(project, monkeypatch):
@@ -11,7 +11,7 @@ def _train_in(project, monkeypatch):
     write_tiny_modelnet(project / "data")
     cfg = load_config(None, ["data.root=data", "data.num_points=48", "data.batch_size=8", "data.workers=0",
                              "optim.epochs=1", "log.out_dir=runs/exp", "log.progress=false",
-                             "log.tensorboard=false", *TINY_MODEL])
+                             "log.tensorboard=false", *tiny_model("centroid_transformer")])
     train(cfg)
     return project / "runs" / "exp" / "last.pt"
 

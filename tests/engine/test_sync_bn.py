@@ -135,3 +135,22 @@ def test_primary_capsules_are_converted_and_unchanged_in_one_process(one_process
     flat = torch.randn(30, 5, dtype=torch.float64)  # the global moments of one process: the local ones
     for ours, ref in zip(global_moments(flat), module.batch_moments(flat)):
         torch.testing.assert_close(torch.as_tensor(ours), torch.as_tensor(ref))
+
+
+def test_a_point_batch_norm_subclass_keeps_channels_last(one_process_group, monkeypatch):
+    """The layout follows the class hierarchy, not the class name: a renamed subclass of
+    PointBatchNorm normalises its last dimension on the global path too."""
+    import pointabstract.engine.sync_bn as sync_bn
+
+    class Renamed(PointBatchNorm):
+        pass
+
+    layer = Renamed(4).train()
+    x = torch.randn(3, 7, 4) * 2 + 1
+    ref = copy.deepcopy(layer)(x)
+    monkeypatch.setattr(sync_bn, "_world", lambda: 2)  # take the all-reduce path (one process: a sum of one)
+    convert_sync_batchnorm(layer)
+    assert type(layer).__name__ == "GlobalRenamed"
+    torch.testing.assert_close(layer(x), ref)
+    convert_sync_batchnorm(layer)  # converted once only
+    assert type(layer).__mro__[1] is Renamed

@@ -1,4 +1,4 @@
-"""The loop is generic: a 20-line regression task (predict a cloud's mean height) trains,
+"""The loop is generic: a 30-line regression task (predict a cloud's mean height) trains,
 keeps the *lowest*-error checkpoint as best.pt, resumes and evaluates through the same code."""
 
 import dataclasses
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from pointabstract import models
-from pointabstract.engine import evaluate_checkpoint, load_checkpoint, load_config, tasks, train
+from pointabstract.engine import build_task, evaluate_checkpoint, load_checkpoint, load_config, tasks, train
 from pointabstract.models import ModelSpec
 
 
@@ -37,9 +37,10 @@ class HeightSettings:
 
 class HeightTask:
     name, settings, metric, mode = "height", HeightSettings, "mse", "min"
+    datasets, eval_options, figures = ("heights",), (), ("table",)
 
-    def __init__(self, cfg):
-        self.cfg, self.s = cfg, cfg.task_config()
+    def __init__(self, data, *, seed=0, settings=None):
+        self.s = settings or HeightSettings()
 
     def dataset(self, split, *, train):
         return Heights(32 if split == "train" else 16, seed=0 if split == "train" else 1)
@@ -62,7 +63,8 @@ class HeightTask:
     def check_restore(self, state, where):
         pass
 
-    def summary(self, metrics):
+    @staticmethod
+    def summary(metrics):
         return f"test mse {metrics['mse']:.4f}"
 
     def report(self, metrics, out):
@@ -142,3 +144,55 @@ def test_the_missing_dataset_hint_never_writes_into_a_users_folder(root, hint):
     assert isinstance(err, MissingDatasetError) and hint in str(err)
     if not root.startswith("datasets/synthetic"):
         assert f"--out {root}" not in str(err)
+
+
+def _table(run, out):
+    return f"## Table\n\n{run.config.task} at {out.name}", {"table_rows": 2}
+
+
+def test_eval_options_and_figures_are_the_tasks(height_task, tmp_path):
+    train(_cfg(tmp_path, "run", "optim.epochs=1"))
+    ckpt = tmp_path / "run" / "last.pt"
+    # a figure the task names is drawn, one it does not name is not
+    metrics = evaluate_checkpoint(ckpt, sections={"table": _table, "cloud": lambda run, out: ("## Cloud", {})},
+                                  out_dir=tmp_path / "eval")
+    report = (tmp_path / "eval" / "report.md").read_text()
+    assert metrics["table_rows"] == 2 and "## Table\n\nheight at eval" in report and "## Cloud" not in report
+    with pytest.raises(ValueError, match=r"votes does not apply to .*last.pt, a 'height' checkpoint \(eval options "
+                                         r"of the 'height' task: none\)"):
+        evaluate_checkpoint(ckpt, votes=2, out_dir=tmp_path / "eval2")
+    with pytest.raises(ValueError, match=r"the cloud figure does not apply to .*last.pt, a 'height' checkpoint "
+                                         r"\(figures of the 'height' task's report: table\)"):
+        evaluate_checkpoint(ckpt, sections={"cloud": _table}, asked=["cloud"], out_dir=tmp_path / "eval2")
+    with pytest.raises(ValueError, match=r"asked names sections not given: \['cloud'\] \(sections: \['table'\]\)"):
+        evaluate_checkpoint(ckpt, sections={"table": _table}, asked=["cloud"], out_dir=tmp_path / "eval2")
+    with pytest.raises(TypeError, match=r"sections must map figure names to builders \(\{name: builder\}\), got list"):
+        evaluate_checkpoint(ckpt, sections=[_table], out_dir=tmp_path / "eval2")
+    assert not (tmp_path / "eval2").exists()
+
+
+def test_every_task_declares_what_it_reads_and_takes():
+    from pointabstract.engine.tasks import TASKS, default_dataset
+
+    assert {name: default_dataset(name) for name in TASKS} == {
+        "classification": "modelnet40", "reconstruction": "shapenet_part", "part_segmentation": "shapenet_part"}
+    for name, cls in TASKS.items():
+        fields = {f.name for f in dataclasses.fields(cls.settings)}
+        assert cls.name == name and set(cls.eval_options) <= fields, name
+        assert "viewer" in cls.figures and len(set(cls.figures)) == len(cls.figures)
+    assert TASKS["classification"].eval_options == TASKS["part_segmentation"].eval_options == ("votes",)
+    assert TASKS["reconstruction"].eval_options == ()
+
+
+@pytest.mark.parametrize("model", ["centroid_transformer", "capsule_ae_demo_ca", "sequoia_seg_demo"])
+def test_a_task_is_built_from_data_seed_and_settings(model):
+    cfg = load_config(None, [f"model={model}", "seed=5", "data.num_points=77"])
+    task = build_task(cfg)
+    assert task.data is cfg.data and task.seed == 5
+    cls = type(task)
+    assert task.s == cfg.task_config() and cls(cfg.data).s == cls.settings()  # None: the defaults
+    with pytest.raises(TypeError, match=rf"{cls.__name__} takes data: DataConfig \(the run's data.\* keys\), got "
+                                        r"RunConfig; build a task from a whole run config with build_task\(cfg\)"):
+        cls(cfg)
+    with pytest.raises(TypeError, match=rf"{cls.__name__} takes settings: {cls.settings.__name__}, got dict"):
+        cls(cfg.data, settings={})

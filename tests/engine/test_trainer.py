@@ -1,6 +1,5 @@
 import json
 import math
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ import torch
 import yaml
 
 from pointabstract.engine import atomic_save, evaluate_checkpoint, load_checkpoint, load_config, train
+from tests.fixtures import free_port, tiny_sizes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def test_trains_logs_checkpoints_and_plots(tiny_overrides, tmp_path):
     assert metrics["samples"] == 12 and set(metrics["per_class_accuracy"]) == {"sphere", "square", "line"}
     ckpt = load_checkpoint(out / "last.pt")
     assert ckpt["epoch"] == 3 and ckpt["model_name"] == "centroid_transformer"
-    assert ckpt["config"]["model.widths"] == [8, 16, 16, 24]
+    assert ckpt["config"]["model.widths"] == tiny_sizes("centroid_transformer")["model.widths"]
 
 
 def test_resume_reproduces_the_uninterrupted_run(tiny_overrides, tmp_path):
@@ -93,16 +93,10 @@ def test_evaluate_checkpoint_writes_a_report(tiny_overrides, tmp_path):
     assert metrics["votes"] == 2 and metrics["samples"] == 12
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_two_process_gloo_ddp(tiny_overrides, tmp_path):
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            f"--master_port={_free_port()}",
+            f"--master_port={free_port()}",
             "-m", "pointabstract.cli", "train", "demo", *tiny_overrides, "optim.epochs=1"]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -155,7 +149,7 @@ def test_resume_refuses_a_changed_config_unless_asked(tiny_overrides, tmp_path):
 
 def test_resume_with_weights_that_do_not_fit_is_one_line(tiny_overrides, tmp_path):
     train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
-    wider = load_config(None, [*tiny_overrides, "model.widths=[8, 16, 16, 32]"])
+    wider = load_config(None, [*tiny_overrides, "model.widths=[8, 16, 16, 40]"])  # not the tiny widths
     with pytest.raises(ValueError, match=r"last.pt does not fit the 'centroid_transformer' model of this config: "
                                          r"\d+ mis-shaped weights \(e.g. '.*'\)$"):
         train(wider, resume=True, allow_config_change=True)

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.interop import pyg
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 # the 4-node square of PyG's own docstring examples
 SQUARE = torch.tensor([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
@@ -285,8 +285,8 @@ def test_cuda_matches_cpu():
     (lambda: pyg.radius(SQUARE, MIDS, 0.0), ValueError, "r must be a positive finite"),
     (lambda: pyg.radius(SQUARE, MIDS, float("inf")), ValueError, "r must be a positive finite"),
     (lambda: pyg.radius(SQUARE, MIDS, 1.0, max_num_neighbors=0), ValueError, "max_num_neighbors must be"),
-    (lambda: pyg.fps(SQUARE, ratio=0.0), ValueError, r"ratio must be a number in \(0, 1\]"),
-    (lambda: pyg.fps(SQUARE, ratio=1.5), ValueError, r"ratio must be a number in \(0, 1\]"),
+    (lambda: pyg.fps(SQUARE, ratio=0.0), ValueError, r"ratio must be a finite number in \(0.0, 1.0\], got 0.0"),
+    (lambda: pyg.fps(SQUARE, ratio=1.5), ValueError, r"ratio must be a finite number in \(0.0, 1.0\], got 1.5"),
     (lambda: pyg.fps(SQUARE, batch_size=0), ValueError, "batch_size must be a positive int"),
     (lambda: pyg.fps(SQUARE, ptr=[0, 3, 2, 4]), ValueError, r"ptr must be sorted in ascending order, got \[0, 3, 2, 4\]"),
     (lambda: pyg.fps(SQUARE, ptr=[0, 2, 3]), ValueError, r"ptr must start at 0 and end at N = 4, got 0 \.\.\. 3"),

@@ -8,7 +8,7 @@ import torch_geometric.typing as pyg_typing  # noqa: E402
 
 from pointabstract.interop import pyg  # noqa: E402
 from pointabstract.interop.pyg_ops import register_pyg_ops  # noqa: E402
-from tests.helpers import cloud  # noqa: E402
+from tests.fixtures import cloud  # noqa: E402
 
 FLAGS = ("WITH_FPS", "WITH_KNN", "WITH_RADIUS")
 

@@ -4,11 +4,8 @@
 import pytest
 import torch
 
-from pointabstract.models import build_model
+from pointabstract.models import MODELS, build_model
 from pointabstract.nn import BlockStack, CABlock, SABlock
-
-TINY = {"widths": (8, 16, 16, 24), "heads": 2, "k": 6, "fuse_dim": 16, "head_dims": (16,),
-        "num_classes": 5}
 
 # the state_dict names of a self-attention and a centroid-attention block, in order: checkpoints
 # written before the blocks moved to nn/blocks.py must still load
@@ -22,24 +19,24 @@ CA_KEYS = ["attn.proj_in.weight", "attn.proj_in.bias", "attn.norm_u.weight", "at
 
 
 def test_state_dict_names_are_stable():
-    keys = list(build_model("centroid_transformer", **TINY).state_dict())
+    keys = list(build_model("centroid_transformer", tiny=True, num_classes=5).state_dict())
     assert [k.split(".")[0] for k in keys] == ["embed"] * 14 + ["blocks"] * 64 + ["fuse"] * 7 + ["head"] * 9
     for i, names in enumerate([SA_KEYS, CA_KEYS, SA_KEYS, CA_KEYS]):
         assert [k[len(f"blocks.{i}."):] for k in keys if k.startswith(f"blocks.{i}.")] == names
 
 
 def test_blocks_are_the_nn_blocks_in_a_stack():
-    model = build_model("centroid_transformer", **TINY)
+    model = build_model("centroid_transformer", tiny=True, num_classes=5)
     assert isinstance(model.blocks, BlockStack)
     assert [type(b) for b in model.blocks] == [SABlock, CABlock, SABlock, CABlock]
-    assert [b.dim_out for b in model.blocks] == [8, 16, 16, 24]
-    sa = build_model("self_attention_transformer", **TINY)
+    assert [b.dim_out for b in model.blocks] == list(MODELS["centroid_transformer"].tiny["widths"])
+    sa = build_model("self_attention_transformer", tiny=True, num_classes=5)
     assert [type(b) for b in sa.blocks] == [SABlock] * 4
 
 
 def test_returned_blocks_are_the_stack_outputs():
     torch.manual_seed(0)
-    model = build_model("centroid_transformer", **TINY).eval()
+    model = build_model("centroid_transformer", tiny=True, num_classes=5).eval()
     pos = torch.rand(2, 64, 3)
     out = model(pos, return_features=True)
     x = model.embed_points(pos, None)
@@ -90,7 +87,7 @@ def test_embedding_equals_the_edge_mlp_it_factorises(in_channels, norm):
     """The first linear layer is applied per point and gathered per edge (W (p_j - p_i) + V x_i =
     (W p)_j + ((V - W) p)_i): the same values and gradients as the MLP on every edge."""
     torch.manual_seed(0)
-    model = build_model("centroid_transformer", **TINY, in_channels=in_channels, norm=norm).double().train()
+    model = build_model("centroid_transformer", tiny=True, num_classes=5, in_channels=in_channels, norm=norm).double().train()
     pos = torch.rand(3, 40, 3, dtype=torch.float64, requires_grad=True)
     features = torch.randn(3, 40, in_channels, dtype=torch.float64) if in_channels else None
     fast = model.embed_points(pos, features)

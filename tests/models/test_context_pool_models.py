@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from pointabstract.data import collate
-from pointabstract.engine import load_checkpoint, load_config, restore, task_class, to_flat, train
+from pointabstract.engine import build_task, load_checkpoint, load_config, restore, to_flat, train
 from pointabstract.models import MODELS, build_model, model_task
 from pointabstract.nn import ContextPool
-from tests.fixtures import TASK_DATA, TINY_MODEL, write_tiny_synthetic
+from tests.fixtures import TASK_DATA, tiny_model, write_tiny_synthetic
 
 HOSTS = ["centroid_transformer", "self_attention_transformer", "sequoia_seg", "sequoia_cls", "softmax_seg"]
 CP = {"context_pool": True, "context_pool_k": 4}
@@ -25,7 +25,7 @@ def test_registry_smoke_step_with_context_pool(name, synthetic_root):
     overrides = {f"model.{k}": v for k, v in CP.items()}
     cfg = load_config(None, {"model": name, "data.root": str(synthetic_root), "data.num_points": 48,
                              "device": "cpu", **TASK_DATA[model_task(name)], **overrides})
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     batch = collate([task.dataset("train", train=True)[i] for i in range(3)])
     model = build_model(name, tiny=True, **task.model_args(), **cfg.model_args)
     pools = [m for m in model.modules() if isinstance(m, ContextPool)]
@@ -45,9 +45,11 @@ def test_parameter_names_with_and_without_context_pool():
     assert "blocks.0.block.attn.q.weight" in pooled and "blocks.3.post.map2.bias" in pooled
     seq = build_model("sequoia_seg", tiny=True).state_dict()
     seq_cp = build_model("sequoia_seg", tiny=True, **CP).state_dict()
-    assert not any("pools" in k for k in seq)
-    assert set(seq_cp) - set(seq) == {f"backbone.pools.{i}.{n}" for i in range(2)
-                                      for n in ("map1.weight", "map1.bias", "map2.weight", "map2.bias")}
+    assert not any(".post." in k or ".block." in k for k in seq)  # the same plug point as above
+    assert {k for k in seq_cp if ".post." in k} == {f"backbone.blocks.{i}.post.{n}" for i in range(2)
+                                                   for n in ("map1.weight", "map1.bias", "map2.weight",
+                                                             "map2.bias")}
+    assert {k.replace(".block.", ".", 1) for k in seq_cp if ".post." not in k} == set(seq)
 
 
 def test_off_by_default_and_variant_options_reach_the_module():
@@ -55,7 +57,7 @@ def test_off_by_default_and_variant_options_reach_the_module():
         assert MODELS[name].config().context_pool is False
     model = build_model("sequoia_cls", tiny=True, context_pool=True, context_pool_weights="nonlocal",
                         context_pool_locality="fixed", context_pool_window=3, context_pool_k=6)
-    pool = model.backbone.pools[1]
+    pool = model.backbone.blocks[1].post
     assert (pool.weights, pool.locality, pool.window, pool.k) == ("nonlocal", "fixed", 3, 6)
     with pytest.raises(ValueError, match=r"context_pool options .*locality must be one of .*got .box."):
         build_model("softmax_seg", tiny=True, context_pool=True, context_pool_locality="box")
@@ -89,7 +91,7 @@ def test_checkpoint_remembers_context_pool(tiny_data, tmp_path):
     run = tmp_path / "run"
     cfg = load_config(None, [f"data.root={tiny_data}", "data.num_points=48", "data.batch_size=8",
                              "data.workers=0", "optim.epochs=1", f"log.out_dir={run}", "log.progress=false",
-                             "log.tensorboard=false", "device=cpu", *TINY_MODEL, "model.context_pool=true",
+                             "log.tensorboard=false", "device=cpu", *tiny_model("centroid_transformer"), "model.context_pool=true",
                              "model.context_pool_k=5", "model.context_pool_weights=uniform"])
     train(cfg)
     ckpt = load_checkpoint(run / "last.pt")

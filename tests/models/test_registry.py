@@ -6,12 +6,9 @@ import pytest
 import torch
 
 from pointabstract.data import collate
-from pointabstract.engine import load_config, task_class
+from pointabstract.engine import build_task, load_config, task_class
 from pointabstract.models import MODELS, build_model, model_config, model_task
 from tests.fixtures import TASK_DATA, write_tiny_synthetic
-
-TINY = {"widths": (8, 16, 16, 24), "heads": 2, "k": 6, "fuse_dim": 16, "head_dims": (16,),
-        "num_classes": 5}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +29,7 @@ def test_one_step_through_its_own_task(name, synthetic_root):
     torch.manual_seed(0)
     cfg = load_config(None, {"model": name, "data.root": str(synthetic_root), "data.num_points": 48,
                              "device": "cpu", **TASK_DATA[model_task(name)]})
-    task = task_class(cfg.task)(cfg)
+    task = build_task(cfg)
     dataset = task.dataset("train", train=True)
     batch = collate([dataset[i] for i in range(3)])
     model = build_model(name, tiny=True, **task.model_args())
@@ -55,7 +52,7 @@ def test_a_run_asking_another_task_is_refused():
 @pytest.mark.parametrize("name", [n for n, s in MODELS.items() if s.task == "classification"
                                   and s.factory.__name__ == "CentroidTransformer"])
 def test_centroid_transformer_blocks(name):
-    model = build_model(name, **TINY)
+    model = build_model(name, tiny=True, num_classes=5)
     pos = torch.rand(2, 64, 3)
     out = model(pos, return_features=True)
     assert out["logits"].shape == (2, 5) and len(out["blocks"]) == 4
@@ -65,10 +62,10 @@ def test_centroid_transformer_blocks(name):
 
 
 def test_downsampling_follows_the_ratios():
-    out = build_model("centroid_transformer", **TINY)(torch.rand(1, 64, 3), return_features=True)
+    out = build_model("centroid_transformer", tiny=True, num_classes=5)(torch.rand(1, 64, 3), return_features=True)
     assert [b["features"].shape[1] for b in out["blocks"]] == [64, 32, 32, 8]
-    assert [b["features"].shape[2] for b in out["blocks"]] == [8, 16, 16, 24]
-    sa = build_model("self_attention_transformer", **TINY)(torch.rand(1, 64, 3), return_features=True)
+    assert [b["features"].shape[2] for b in out["blocks"]] == list(MODELS["centroid_transformer"].tiny["widths"])
+    sa = build_model("self_attention_transformer", tiny=True, num_classes=5)(torch.rand(1, 64, 3), return_features=True)
     assert [b["features"].shape[1] for b in sa["blocks"]] == [64, 64, 64, 64]
 
 
@@ -81,7 +78,7 @@ def test_registry_errors():
 
 
 def test_normals_as_extra_features():
-    model = build_model("centroid_transformer", **{**TINY, "in_channels": 3})
+    model = build_model("centroid_transformer", tiny=True, num_classes=5, in_channels=3)
     pos = torch.rand(2, 64, 3)
     assert model(pos, features=torch.rand(2, 64, 3))["logits"].shape == (2, 5)
     with pytest.raises(ValueError, match=r"features must have shape \(B, N, 3\)"):
@@ -91,7 +88,7 @@ def test_normals_as_extra_features():
 @pytest.mark.parametrize("name", ["centroid_transformer", "ct_kmeans", "self_attention_transformer"])
 def test_logits_are_invariant_to_point_order(name):
     torch.manual_seed(0)
-    model = build_model(name, **TINY).double().eval()
+    model = build_model(name, tiny=True, num_classes=5).double().eval()
     pos = torch.rand(2, 64, 3, dtype=torch.float64)
     perm = torch.randperm(64)
     torch.testing.assert_close(model(pos)["logits"], model(pos[:, perm])["logits"])
@@ -99,7 +96,7 @@ def test_logits_are_invariant_to_point_order(name):
 
 def test_tiny_batch_overfits():
     torch.manual_seed(0)
-    model = build_model("centroid_transformer", **{**TINY, "dropout": 0.0})
+    model = build_model("centroid_transformer", tiny=True, num_classes=5, dropout=0.0)
     pos = torch.rand(4, 48, 3)
     labels = torch.tensor([0, 1, 2, 3])
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)

@@ -99,3 +99,20 @@ def test_bad_input():
         SequoiaSegmenter(SequoiaSegConfig(mode="topdown"))
     with pytest.raises(ValueError, match="layers must be >= 1"):
         SequoiaSegmenter(SequoiaSegConfig(layers=0))
+
+
+def test_the_two_configs_share_the_backbone_fields_and_keep_their_names():
+    # the model.* keys users set (CLI, presets, saved configs) are the same as before the shared
+    # backbone config
+    from dataclasses import fields
+
+    from pointabstract.models.sequoia import SequoiaBackboneConfig, SequoiaClsConfig
+
+    backbone = ["in_channels", "dim", "heads", "layers", "attention", "mode", "branching", "leaf_size",
+                "siblings_k", "mlp_ratio"]
+    pool = [f.name for f in fields(SequoiaBackboneConfig) if f.name.startswith("context_pool")]
+    assert [f.name for f in fields(SequoiaBackboneConfig)] == pool + backbone
+    assert {f.name for f in fields(SequoiaSegConfig)} == {*pool, *backbone, "num_parts", "num_categories",
+                                                          "head_dim"}
+    assert {f.name for f in fields(SequoiaClsConfig)} == {*pool, *backbone, "num_classes", "head_dims",
+                                                          "dropout"}

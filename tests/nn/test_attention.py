@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.nn import MultiHeadSelfAttention, attend, attend_naive
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_knn_attention_with_k_equal_n_is_dense_attention():
@@ -206,3 +206,59 @@ def test_attend_bad_arguments():
         attend(q, kv, idx + 5 * (torch.arange(2) == 1).view(2, 1, 1))
     with pytest.raises(ValueError, match=r"got values in \[-2, 0\]"):
         attend(q, kv, idx - 2 * (torch.arange(2) == 1).view(2, 1, 1))
+
+
+# ---- dense attention: one function, SDPA when no weights are asked for -----------------------
+
+@pytest.mark.parametrize("normalize", ["inputs", "centroids"])
+def test_dense_attention_without_weights_matches_the_naive_reference(normalize):
+    torch.manual_seed(0)
+    q = torch.randn(2, 5, 2, 3, dtype=torch.float64, requires_grad=True)
+    kv = torch.randn(2, 7, 12, dtype=torch.float64, requires_grad=True)
+    out, w = attend(q, kv, normalize=normalize, need_weights=False)
+    ref_out, _ = attend_naive(q, kv, normalize=normalize)
+    assert w is None
+    torch.testing.assert_close(out, ref_out)
+    g = torch.randn_like(out)
+    grads = torch.autograd.grad((out * g).sum(), (q, kv))
+    ref_grads = torch.autograd.grad((ref_out * g).sum(), (q, kv))
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b)
+
+
+def test_dense_attention_runs_sdpa_exactly_when_no_weights_are_needed(monkeypatch):
+    from pointabstract.nn import attention
+
+    calls = []
+    sdpa = attention.F.scaled_dot_product_attention
+    monkeypatch.setattr(attention.F, "scaled_dot_product_attention",
+                        lambda *a, **k: calls.append(1) or sdpa(*a, **k))
+    q, kv = torch.randn(1, 3, 2, 4), torch.randn(1, 6, 16)
+    attend(q, kv, need_weights=False)
+    assert len(calls) == 1
+    attend(q, kv)  # weights asked for: the einsum path, which forms them
+    attend(q, kv, normalize="centroids", need_weights=False)  # per-input softmax: not SDPA's
+    attend(q, kv, torch.zeros(1, 3, 2, dtype=torch.int64), need_weights=False)  # neighbours
+    assert len(calls) == 1
+
+
+def test_knn_attention_without_weights_returns_none_and_the_same_output(path):
+    q, kv, idx = _padded_inputs(3)
+    out, w = attend(q, kv, idx, need_weights=False)
+    ref_out, _ = attend(q, kv, idx)
+    assert w is None
+    torch.testing.assert_close(out, ref_out)
+
+
+def test_self_attention_forward_with_and_without_weights_agree():
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(8, heads=2, k=None)
+    x = cloud(2, 12, 8, seed=5)
+    out, info = attn(x, return_attention=True)
+    assert info["idx"] is None and info["weights"].shape == (2, 12, 12, 2)
+    torch.testing.assert_close(attn(x), out)
+
+
+def test_need_weights_must_be_a_bool():
+    with pytest.raises(TypeError, match="need_weights must be a bool, got int"):
+        attend(torch.randn(1, 2, 1, 2), torch.randn(1, 3, 4), need_weights=1)

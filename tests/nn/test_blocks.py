@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from pointabstract.nn import BlockStack, CABlock, PostBlock, SABlock
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 class Scale(nn.Module):
@@ -105,3 +105,30 @@ def test_bad_arguments():
 class _Narrow(nn.Module):
     def forward(self, x, pos):
         return x[..., :2]
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_sequoia_blocks_carry_the_hubs_through_the_tree_context(mode):
+    # a BlockStack of SequoiaBlocks = SequoiaAttention layers called by hand, each handed the
+    # node states of the one before (and the same pooled features when a post-module is added)
+    from pointabstract.nn import SequoiaAttention, SequoiaBlock, TreeContext
+    from pointabstract.ops import build_tree
+
+    x, pos = cloud(2, 40, 8, seed=1), cloud(2, 40, seed=2)
+    kw = {"heads": 2, "mode": mode, "siblings_k": 3, "leaf_size": 4, "mlp_ratio": 1.0}
+    torch.manual_seed(0)
+    blocks = [SequoiaBlock(8, pool_children=i == 0, **kw) for i in range(3)]
+    layers = [SequoiaAttention(8, pool_children=i == 0, **kw) for i in range(3)]
+    for block, layer in zip(blocks, layers):
+        layer.load_state_dict(block.state_dict())
+    stack = BlockStack(blocks, post=lambda i, block: Scale(0.5) if i == 1 else None)
+    tree = build_tree(pos, leaf_size=4)
+    out, _, info = stack(x, pos, TreeContext(tree, blocks[0].tables(tree)))
+    want, nodes = x, None
+    for i, layer in enumerate(layers):
+        want, record = layer(want, pos, tree, nodes=nodes, return_nodes=True)
+        nodes = record["nodes"]  # the unpooled states: the pool acts on the points only
+        want = 0.5 * want if i == 1 else want
+        torch.testing.assert_close(info["blocks"][i]["features"], want)
+    torch.testing.assert_close(out, want)
+    assert stack[0].dim_out == 8 and info["blocks"][0].keys() == {"features", "pos"}

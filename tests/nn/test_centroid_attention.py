@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.nn import INITS, CentroidAttention, MultiHeadSelfAttention
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _zero_mlp(module):

@@ -21,10 +21,7 @@ from pointabstract.nn import CentroidAttention, SABlock
 from pointabstract.nn.attention import attend
 from pointabstract.nn.centroid_attention import farthest_from_centroid
 from pointabstract.ops.fps import farthest_point_sample_naive
-from tests.helpers import cloud
-
-TINY = {"widths": (8, 16, 16, 24), "heads": 2, "k": 6, "fuse_dim": 16, "head_dims": (16,),
-        "num_classes": 5}
+from tests.fixtures import cloud
 
 
 def _jitter(module: torch.nn.Module, seed: int) -> None:
@@ -72,8 +69,8 @@ def _fps_subset_classifier(model, pos: torch.Tensor) -> torch.Tensor:
 
 def test_t0_with_fps_init_is_the_fps_subset_model():
     torch.manual_seed(0)
-    ct = build_model("centroid_transformer", **TINY).eval()
-    fps_only = build_model("ct_fps_only", **TINY).eval()
+    ct = build_model("centroid_transformer", tiny=True, num_classes=5).eval()
+    fps_only = build_model("ct_fps_only", tiny=True, num_classes=5).eval()
     # same weights: ct_fps_only holds every parameter of the T = 1 model except the update's own
     missing, unexpected = fps_only.load_state_dict(ct.state_dict(), strict=False)
     assert missing == []

@@ -5,7 +5,7 @@ import torch
 
 from pointabstract.nn import BlockStack, ContextPool, SABlock
 from pointabstract.nn.context_pool_naive import context_pool_naive
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 VARIANTS = [  # (weights, normalize, locality)
     *((w, True, loc) for w, loc in itertools.product(("learned", "uniform", "nonlocal"),

@@ -14,12 +14,14 @@
   exactly as without it (the pooled features only replace the block outputs).
 """
 
+import re
+
 import pytest
 import torch
 
-from pointabstract.models.sequoia import SequoiaClassifier, SequoiaClsConfig
+from pointabstract.models import build_model
 from pointabstract.nn import ContextPool
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _pool(weights="learned", locality="gaussian", *, k=6, r=0.1, seed=0):
@@ -109,17 +111,19 @@ def test_eq4_coefficients_are_weights_times_gaussian_normalised():
 
 @pytest.mark.parametrize("attention", ["sequoia", "softmax"])
 def test_an_identity_context_pool_after_every_layer_leaves_the_model_unchanged(attention):
-    tiny = {"dim": 8, "heads": 2, "layers": 2, "leaf_size": 4, "mlp_ratio": 1.0, "head_dims": (16,),
-            "num_classes": 5, "attention": attention}
     torch.manual_seed(0)
-    plain = SequoiaClassifier(SequoiaClsConfig(**tiny)).double().eval()
+    plain = build_model("sequoia_cls", tiny=True, num_classes=5, attention=attention).double().eval()
     torch.manual_seed(1)
-    pooled = SequoiaClassifier(SequoiaClsConfig(**tiny, context_pool=True)).double().eval()
-    missing, unexpected = pooled.load_state_dict(plain.state_dict(), strict=False)
-    assert not unexpected and missing and all(m.startswith("backbone.pools.") for m in missing)
+    pooled = build_model("sequoia_cls", tiny=True, num_classes=5, attention=attention,
+                         context_pool=True).double().eval()
+    # the same layers under the pools' BlockStack names: backbone.blocks.i.block.*
+    state = {re.sub(r"^backbone\.blocks\.(\d+)\.", r"backbone.blocks.\1.block.", k): v
+             for k, v in plain.state_dict().items()}
+    missing, unexpected = pooled.load_state_dict(state, strict=False)
+    assert not unexpected and missing and all(".post." in m for m in missing)
     pos = cloud(2, 40, dtype=torch.float64, seed=9)
     with torch.no_grad():
         assert not torch.allclose(pooled(pos)["logits"], plain(pos)["logits"])  # the pools act
-        for pool in pooled.backbone.pools:
+        for pool in (block.post for block in pooled.backbone.blocks):
             _set_size(pool, -1e4)
         torch.testing.assert_close(pooled(pos)["logits"], plain(pos)["logits"], rtol=0, atol=1e-10)

@@ -7,7 +7,7 @@ import torch
 
 from pointabstract.ops import backends, ball_query, farthest_point_sample, knn
 from pointabstract.ops._backend import resolve
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_backends_report_what_imports():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pointabstract import ops
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 P = cloud(2, 10)
 Q = cloud(2, 6)

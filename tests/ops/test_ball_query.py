@@ -5,16 +5,13 @@ import pytest
 import torch
 
 from pointabstract.ops import backends, ball_query, ball_query_naive
-from tests.helpers import cloud
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import cloud, degenerate_cloud, over_shape_grid
 
 BACKENDS = backends()["ball_query"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("batch", [1, 3])
-@pytest.mark.parametrize("n", [1, 7, 64, 1000])
+@over_shape_grid
 def test_matches_naive_over_grid(backend, dtype, batch, n):
     ref = cloud(batch, n, dtype=dtype, seed=n)
     query = ref[:, : max(1, n // 4)].clone()

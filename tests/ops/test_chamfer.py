@@ -6,8 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pointabstract.ops import chamfer_distance, chamfer_distance_naive
-from tests.helpers import cloud
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import cloud, degenerate_cloud
 
 
 @pytest.mark.parametrize("squared", [True, False])

@@ -6,18 +6,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pointabstract.ops import backends, farthest_point_sample, farthest_point_sample_naive
-from tests.helpers import cloud
-from tests.ops.clouds import degenerate_cloud
+from pointabstract.ops import farthest_point_sample, farthest_point_sample_naive
+from tests.fixtures import cloud, degenerate_cloud, over_shape_grid, split_backends
 
-EXACT = ["numba", "torch"]
-LIBRARIES = [b for b in backends()["farthest_point_sample"] if b not in EXACT]
+EXACT, LIBRARIES = split_backends("farthest_point_sample")
 
 
 @pytest.mark.parametrize("backend", EXACT)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("batch", [1, 3])
-@pytest.mark.parametrize("n", [1, 7, 64, 1000])
+@over_shape_grid
 def test_matches_naive_over_grid(backend, dtype, batch, n):
     pos = cloud(batch, n, dtype=dtype, seed=n)
     for m in sorted({1, max(1, n // 3), n}):

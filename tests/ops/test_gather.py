@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.ops import gather_points, knn_interpolate, nearest_upsample
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_gather_by_hand():

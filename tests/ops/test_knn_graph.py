@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.ops import knn, knn_graph
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _edge_set(edge_index):

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pointabstract.ops import farthest_point_sample, kmeans_sample, random_sample
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_random_sample_distinct_valid_and_reproducible():

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from pointabstract.ops import build_tree, build_tree_naive
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 @pytest.mark.parametrize("n,branching,leaf", [(1, 2, 1), (7, 2, 2), (64, 2, 16), (64, 4, 4),

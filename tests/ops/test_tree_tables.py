@@ -3,7 +3,7 @@ import torch
 
 from pointabstract.ops import build_tree
 from pointabstract.ops.tree_tables import nearest_siblings, node_positions, tree_tables, tree_tables_naive
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _as_sets(table, b):

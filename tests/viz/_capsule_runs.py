@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# the registry's tiny size (16 x 4 primary -> 4 x 8 latent capsules, 64 decoded points) as overrides
-TINY_AE = ["model.primary_caps=16", "model.primary_dim=4", "model.latent_caps=4", "model.latent_dim=8",
-           "model.num_points=64", "model.encoder_dims=[8, 16]", "model.decoders=2", "model.heads=2"]
 _RUNS: dict[tuple[str, str], tuple[Path, Path]] = {}
 
 
@@ -14,7 +11,7 @@ def tiny_ae_run(tmp_path_factory, routing: str = "ca", dataset: str = "shapenet_
     """(last.pt, data root) of a 1-epoch tiny ``capsule_ae_demo_<routing>`` on the smallest
     built-in synthetic set (16 test shapes of 64 points; ShapeNetPart layout: part-labelled)."""
     from pointabstract.engine import load_config, train
-    from tests.fixtures import write_tiny_synthetic
+    from tests.fixtures import tiny_model, write_tiny_synthetic
 
     key = (routing, dataset)
     if key not in _RUNS:
@@ -23,7 +20,7 @@ def tiny_ae_run(tmp_path_factory, routing: str = "ca", dataset: str = "shapenet_
         overrides = [f"model=capsule_ae_demo_{routing}", "task=reconstruction", f"data.dataset={dataset}",
                      f"data.root={data}", "data.num_points=64", "data.batch_size=8", "data.workers=0",
                      "optim.epochs=1", f"log.out_dir={root / 'run'}", "log.progress=false",
-                     "log.tensorboard=false", *TINY_AE]
+                     "log.tensorboard=false", *tiny_model(f"capsule_ae_demo_{routing}")]
         train(load_config(None, overrides))
         _RUNS[key] = (root / "run" / "last.pt", data)
     return _RUNS[key]

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from tests.viz._capsule_runs import tiny_ae_run
 
-TINY_SEG = ["model.dim=8", "model.heads=2", "model.layers=2", "model.leaf_size=4", "model.siblings_k=4",
-            "model.mlp_ratio=1.0", "model.head_dim=16"]
 _RUNS: dict[str, tuple[Path, Path]] = {}
 _PAGES: dict[str, Path] = {}
 
@@ -16,16 +14,16 @@ _PAGES: dict[str, Path] = {}
 def tiny_runs(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     """{task: (last.pt, data root)} of 1-epoch tiny runs of the three tasks."""
     from pointabstract.engine import load_config, train
-    from tests.fixtures import TINY_MODEL, write_tiny_synthetic
+    from tests.fixtures import tiny_model, write_tiny_synthetic
 
     if not _RUNS:
         root = tmp_path_factory.mktemp("html_runs")
         data = write_tiny_synthetic(root / "data")
         common = [f"data.root={data}", "data.num_points=64", "data.batch_size=16", "data.workers=0",
                   "optim.epochs=1", "log.progress=false", "log.tensorboard=false"]
-        train(load_config(None, [*common, "data.dataset=modelnet40", f"log.out_dir={root / 'cls'}", *TINY_MODEL]))
+        train(load_config(None, [*common, "data.dataset=modelnet40", f"log.out_dir={root / 'cls'}", *tiny_model("centroid_transformer")]))
         train(load_config(None, [*common, "model=sequoia_seg", f"log.out_dir={root / 'seg'}",
-                                 "data.dataset=shapenet_part", *TINY_SEG]))
+                                 "data.dataset=shapenet_part", *tiny_model("sequoia_seg")]))
         _RUNS["classification"] = (root / "cls" / "last.pt", data)
         _RUNS["part_segmentation"] = (root / "seg" / "last.pt", data)
         _RUNS["reconstruction"] = tiny_ae_run(tmp_path_factory)

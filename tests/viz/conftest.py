@@ -5,7 +5,8 @@ import os
 import pytest
 
 from pointabstract.engine import load_config, train
-from tests.fixtures import TINY_MODEL, write_tiny_modelnet
+from tests.fixtures import tiny_model, write_tiny_modelnet
+from tests.viz._html_runs import tiny_pages, tiny_runs
 
 
 def _open3d_or_skip():
@@ -61,7 +62,7 @@ def tiny_run(tmp_path_factory):
     data = write_tiny_modelnet(root / "data").parent
     overrides = [f"data.root={data}", "data.num_points=48", "data.batch_size=8", "data.eval_batch_size=12",
                  "data.workers=0", "optim.epochs=2", f"log.out_dir={root / 'run'}", "log.progress=false",
-                 "log.tensorboard=false", *TINY_MODEL]
+                 "log.tensorboard=false", *tiny_model("centroid_transformer")]
     train(load_config(None, overrides))
     return root / "run" / "last.pt", data
 
@@ -86,3 +87,15 @@ def demo_run(tmp_path_factory):
                  f"log.out_dir={root / 'run'}", "log.progress=false", "log.tensorboard=false"]
     train(load_config("demo", overrides))
     return root / "run" / "last.pt", root / "data"
+
+
+@pytest.fixture(scope="module")
+def html_runs(tmp_path_factory):
+    """{task: (last.pt, data root)} of the tiny runs of the three tasks the browser viewer's tests read."""
+    return tiny_runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def html_pages(tmp_path_factory):
+    """{task: viewer.html} of :func:`html_runs`, written by ``view --html``."""
+    return tiny_pages(tmp_path_factory)

@@ -4,7 +4,7 @@ import torch
 from PIL import Image
 
 from pointabstract.viz import cli
-from tests.helpers import check_png
+from tests.fixtures import check_png
 
 
 def _run(capsys, *argv):
@@ -50,12 +50,12 @@ def test_png_panels_are_titled_within_the_requested_size(o3d, tiny_run, tmp_path
 
 
 @pytest.mark.parametrize("extra,match", [
-    (["--index", "12"], "index 12 is out of range: the test split"),
-    (["--index", "-1"], "index -1 is out of range"),
-    (["--block", "4"], "block must be in [0, 4) for this model, got 4"),
+    (["--index", "12"], "index must be an int in [0, 11] (the test split"),
+    (["--index", "-1"], "index must be an int in [0, 11] (the test split"),
+    (["--block", "4"], "block must be an int in [-4, 3] for this model, got 4"),
     (["--split", "val"], "split must be one of"),
     (["--k", "0"], "k must be a positive int or None, got 0"),
-    (["--query", "6"], "query must be in [0, 6), got 6"),
+    (["--query", "6"], "query must be an int in [0, 5], got 6"),
     (["--color", "part"], "coloring 'part' needs per-point part labels, which this dataset does not have"),
     (["--keys", "N Z"], "keys ['Z'] are not in the key map"),
 ])

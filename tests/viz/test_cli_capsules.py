@@ -14,7 +14,7 @@ from pointabstract.engine import restore
 from pointabstract.viz import cli, load_session
 from pointabstract.viz.core.colors import HIGHLIGHT
 from pointabstract.viz.core.render import png_backend
-from tests.helpers import check_png
+from tests.fixtures import check_png
 from tests.viz._capsule_runs import tiny_ae_run
 
 
@@ -62,12 +62,12 @@ def test_png_of_an_autoencoder_titles_input_and_reconstruction(o3d, ae, tmp_path
     (["--compare", "x.pt"], "--compare needs --figure OUT.png"),
     (["--block", "1"], "--block applies to classification checkpoints; "),
     (["--k", "4"], "--k applies to classification checkpoints; "),
-    (["--capsule", "4"], "capsule must be an int in [0, 4) (this model has 4 latent capsules), got 4"),
+    (["--capsule", "4"], "capsule must be an int in [0, 3] (this model has 4 latent capsules), got 4"),
     (["--color", "neighbours"], "coloring must be one of ['capsule', 'capsules', 'parts'] for an autoencoder"),
     (["--layout", "xyz"], "layout must be one of ['side_by_side', 'input', 'reconstruction']"),
     (["--keys", "N P"], "keys ['P'] are not in the key map of a reconstruction run"),
     (["--keys", "N Z"], "keys ['Z'] are not in the key map"),
-    (["--index", "16"], "index 16 is out of range"),
+    (["--index", "16"], "index must be an int in [0, 15] (the test split"),
 ])
 def test_bad_arguments_on_an_autoencoder_exit_2_with_one_line(ae, tmp_path, capsys, extra, match):
     code, _, err = _run(capsys, ae[0], "--png", tmp_path / "v.png", *extra)
@@ -93,10 +93,12 @@ def test_eval_report_of_an_autoencoder_gains_the_capsule_figure(o3d, ae, tiny_ru
     report = (tmp_path / "report" / "report.md").read_text()
     assert "## Latent capsules" in report and "![capsules](capsules.png)" in report
     assert (tmp_path / "report" / "capsules.png").is_file()
-    assert main_cli._capsule_section(restore(tiny_run[0]), tmp_path) == ("", {})  # classification: none
+    assert "capsules" in restore(ae[0]).task.figures and "capsules" not in restore(tiny_run[0]).task.figures
     code, _, err = _run(capsys, "eval", ae[0], "--out", tmp_path / "r2", "--neighbourhoods", main=main_cli.main)
     assert code == 2
-    _one_error_line(err, "this shows classification runs; this is a 'reconstruction' run")
+    _one_error_line(err, "the neighbourhoods figure does not apply to ")
+    assert "a 'reconstruction' checkpoint (figures of the 'reconstruction' task's report: capsules, viewer)" in err
+    assert not (tmp_path / "r2").exists()
 
 
 def test_view_png_of_an_autoencoder_in_a_fresh_process_without_display(o3d, ae, tmp_path):

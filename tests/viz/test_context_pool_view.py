@@ -6,8 +6,7 @@ from PIL import Image
 from pointabstract.engine import load_config, train
 from pointabstract.models import build_model
 from pointabstract.viz.context_pool_view import context_pool_colors, context_pool_png, context_pool_view
-from tests.fixtures import TINY_MODEL, write_tiny_modelnet
-from tests.helpers import cloud
+from tests.fixtures import cloud, tiny_model, write_tiny_modelnet
 
 
 def _model(**kw):
@@ -42,7 +41,7 @@ def test_errors():
     with pytest.raises(ValueError, match=r"this model has no ContextPool \(train it with model.context_pool=true\)"):
         context_pool_colors(plain, lambda: plain(pos), 0)
     model = _model()
-    with pytest.raises(ValueError, match=r"block must be an int in \[0, 4\) for this model, got 4"):
+    with pytest.raises(ValueError, match=r"block must be an int in \[-4, 3\] for this model, got 4"):
         context_pool_colors(model, lambda: model(pos), 4)
     with pytest.raises(ValueError, match=r"ContextPool 0 did not run"):
         context_pool_colors(model, lambda: None, 0)
@@ -55,7 +54,7 @@ def test_checkpoint_to_png_and_cli(o3d, tmp_path):
     data = write_tiny_modelnet(tmp_path / "data").parent
     train(load_config(None, [f"data.root={data}", "data.num_points=48", "data.batch_size=8", "data.workers=0",
                              "optim.epochs=1", f"log.out_dir={tmp_path / 'run'}", "log.progress=false",
-                             "log.tensorboard=false", *TINY_MODEL, "model.context_pool=true"]))
+                             "log.tensorboard=false", *tiny_model("centroid_transformer"), "model.context_pool=true"]))
     ckpt = tmp_path / "run" / "last.pt"
     view = context_pool_view(ckpt, block=0, index=1)
     assert view.pos.shape == (48, 3)

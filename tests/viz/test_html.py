@@ -18,17 +18,6 @@ from pointabstract.viz.core.html import (
     rgb8,
     write_page,
 )
-from tests.viz._html_runs import tiny_pages, tiny_runs
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return tiny_runs(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    return tiny_pages(tmp_path_factory)
 
 
 def _rgb8(colors) -> np.ndarray:
@@ -83,14 +72,14 @@ def test_read_page_data_names_a_file_that_is_no_viewer_page(tmp_path):
 
 # --- each task's page holds what the Python functions compute ----------------------------------
 
-def test_classification_page_holds_the_figures_neighbour_sets_and_the_windows_colours(runs, pages):
+def test_classification_page_holds_the_figures_neighbour_sets_and_the_windows_colours(html_runs, html_pages):
     from pointabstract.viz.classification.app import ViewerState
     from pointabstract.viz.classification.html import part_session
     from pointabstract.viz.classification.scenes import default_k, feature_knn, xyz_knn
     from pointabstract.viz.tasks import load_session
 
-    data = read_page_data(pages["classification"])
-    session = part_session(load_session(runs["classification"][0]))
+    data = read_page_data(html_pages["classification"])
+    session = part_session(load_session(html_runs["classification"][0]))
     assert data["task"] == "classification" and len(data["shapes"]) == 16
     assert data["colorings"] == ["neighbours", "predicted", "true", "part"]  # part-labelled synthetic data
     assert set(data["agreement"]["blocks"]) == {"0", "1", "2", "3"}
@@ -119,12 +108,12 @@ def test_classification_page_holds_the_figures_neighbour_sets_and_the_windows_co
             assert block["query"] == state.query
 
 
-def test_capsule_page_holds_the_capsule_assignments_colours_and_purities(runs, pages):
+def test_capsule_page_holds_the_capsule_assignments_colours_and_purities(html_runs, html_pages):
     from pointabstract.viz.capsules.scenes import capsule_colors
     from pointabstract.viz.tasks import load_session
 
-    data = read_page_data(pages["reconstruction"])
-    session = load_session(runs["reconstruction"][0])
+    data = read_page_data(html_pages["reconstruction"])
+    session = load_session(html_runs["reconstruction"][0])
     assert data["task"] == "reconstruction" and len(data["shapes"]) == 16
     assert data["colorings"] == ["capsule", "capsules", "parts"]
     for i in (0, 5):
@@ -145,13 +134,13 @@ def test_capsule_page_holds_the_capsule_assignments_colours_and_purities(runs, p
         np.testing.assert_array_equal(np.flatnonzero(red), sample.capsule_points(c))
 
 
-def test_segmentation_page_holds_the_panels_colours_levels_and_legend(runs, pages):
+def test_segmentation_page_holds_the_panels_colours_levels_and_legend(html_runs, html_pages):
     from pointabstract.viz.segmentation.figures import default_levels
     from pointabstract.viz.segmentation.scenes import legend_entries, segmentation_panels
     from pointabstract.viz.tasks import load_session
 
-    data = read_page_data(pages["part_segmentation"])
-    session = load_session(runs["part_segmentation"][0])
+    data = read_page_data(html_pages["part_segmentation"])
+    session = load_session(html_runs["part_segmentation"][0])
     assert data["task"] == "part_segmentation" and len(data["shapes"]) == 16
     for i in (0, 9):
         shape, sample = data["shapes"][i], session.sample(i)
@@ -177,8 +166,8 @@ def test_every_task_of_the_viewer_has_a_page_writer():
 
 # --- the commands ------------------------------------------------------------------------------
 
-def test_view_html_takes_the_views_options(runs, tmp_path, capsys):
-    ckpt = runs["classification"][0]
+def test_view_html_takes_the_views_options(html_runs, tmp_path, capsys):
+    ckpt = html_runs["classification"][0]
     out = tmp_path / "v.html"
     assert main(["view", str(ckpt), "--html", str(out), "--index", "2", "--samples", "3", "--block", "2",
                  "--k", "5", "--color", "true", "--query", "4", "--layout", "feature"]) == 0
@@ -189,12 +178,12 @@ def test_view_html_takes_the_views_options(runs, tmp_path, capsys):
     assert {b["k"] for b in data["shapes"][0]["blocks"]} == {5}
     assert data["shapes"][0]["blocks"][2]["query"] == 4
     seg = tmp_path / "s.html"
-    assert main(["view", str(runs["part_segmentation"][0]), "--html", str(seg), "--samples", "2",
+    assert main(["view", str(html_runs["part_segmentation"][0]), "--html", str(seg), "--samples", "2",
                  "--level", "1", "--layout", "tree"]) == 0
     data = read_page_data(seg)
     assert data["layout"] == "tree" and {s["level"] for s in data["shapes"]} == {1}
     caps = tmp_path / "c.html"
-    assert main(["view", str(runs["reconstruction"][0]), "--html", str(caps), "--samples", "1",
+    assert main(["view", str(html_runs["reconstruction"][0]), "--html", str(caps), "--samples", "1",
                  "--capsule", "2", "--color", "parts", "--layout", "input"]) == 0
     data = read_page_data(caps)
     assert data["capsule"] == 2 and data["coloring"] == "parts" and data["layout"] == "input"
@@ -205,35 +194,35 @@ def test_view_html_takes_the_views_options(runs, tmp_path, capsys):
     (["--capsule", "1"], r"--capsule applies to reconstruction checkpoints; .* is a 'classification' run"),
     (["--color", "distance"], r"coloring must be one of \['neighbours', 'predicted', 'true', 'part'\] in the page"),
     (["--samples", "0"], r"samples must be a positive int, got 0"),
-    (["--index", "99"], r"index 99 is out of range: the test split has 16 samples"),
+    (["--index", "99"], r"index must be an int in \[0, 15\] \(the test split has 16 samples\), got 99"),
 ])
-def test_view_html_refuses_in_one_line(runs, tmp_path, capsys, extra, pattern):
-    assert main(["view", str(runs["classification"][0]), "--html", str(tmp_path / "v.html"), *extra]) == 2
+def test_view_html_refuses_in_one_line(html_runs, tmp_path, capsys, extra, pattern):
+    assert main(["view", str(html_runs["classification"][0]), "--html", str(tmp_path / "v.html"), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err and re.search(pattern, err.splitlines()[0]), err
     assert not (tmp_path / "v.html").exists()
 
 
-def test_the_eval_section_writes_viewer_html_and_links_it(runs, tmp_path):
+def test_the_eval_section_writes_viewer_html_and_links_it(html_runs, tmp_path):
     from pointabstract.cli import _viewer_section
     from pointabstract.engine import restore
 
-    run = restore(runs["reconstruction"][0], overrides={"data.workers": 0})
+    run = restore(html_runs["reconstruction"][0], overrides={"data.workers": 0})
     text, metrics = _viewer_section(run, tmp_path)
     assert metrics == {} and text.startswith("## Interactive viewer") and "[viewer.html](viewer.html)" in text
     data = read_page_data(tmp_path / "viewer.html")
     assert data["task"] == "reconstruction" and len(data["shapes"]) == 16
     agreement = {"block_0": {"feature": 0.5, "xyz": 0.4, "chance": 0.3, "k": 2, "points": 8}, "shapes": 3,
                  "num_points": 64}
-    _viewer_section(restore(runs["classification"][0], overrides={"data.workers": 0}), tmp_path, agreement)
+    _viewer_section(restore(html_runs["classification"][0], overrides={"data.workers": 0}), tmp_path, agreement)
     shown = read_page_data(tmp_path / "viewer.html")["agreement"]  # the report's numbers, not re-measured
     assert shown["shapes"] == 3 and shown["blocks"]["0"]["feature"] == 0.5
 
 
 @pytest.mark.slow
-def test_eval_writes_viewer_html_beside_the_report_and_links_it(runs, tmp_path, capsys):
+def test_eval_writes_viewer_html_beside_the_report_and_links_it(html_runs, tmp_path, capsys):
     out = tmp_path / "eval"
-    assert main(["eval", str(runs["part_segmentation"][0]), "--out", str(out)]) == 0
+    assert main(["eval", str(html_runs["part_segmentation"][0]), "--out", str(out)]) == 0
     report = (out / "report.md").read_text()
     assert "## Interactive viewer" in report and "[viewer.html](viewer.html)" in report
     data = read_page_data(out / "viewer.html")

@@ -15,22 +15,11 @@ import numpy as np
 import pytest
 
 from tests.viz._chromium import Browser, chromium_path
-from tests.viz._html_runs import tiny_pages, tiny_runs
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None,
     reason="chromium is not installed (Debian package chromium; `make setup` installs it when run as root): "
            "the browser viewer's pages are not opened in a browser")
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return tiny_runs(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    return tiny_pages(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -89,20 +78,20 @@ def _check_screenshot(path: Path, rgb, *, least: int = 20) -> None:
     assert near >= least, f"{path}: only {near} pixels of colour {rgb}"
 
 
-def test_classification_page_click_highlights_the_python_neighbour_sets(browser, runs, pages, shots):
+def test_classification_page_click_highlights_the_python_neighbour_sets(browser, html_runs, html_pages, shots):
     from pointabstract.viz.classification.html import part_session
     from pointabstract.viz.classification.scenes import feature_knn, xyz_knn
     from pointabstract.viz.core.colors import HIGHLIGHT
     from pointabstract.viz.tasks import load_session
 
-    ms = _open(browser, pages["classification"])
+    ms = _open(browser, html_pages["classification"])
     _choose(browser, "sel-shape", 3)
     _choose(browser, "sel-block", 1)
     q = _isolated_point(browser, "feature", 1)
     _click_point(browser, "feature", 1, q)
     state = browser.evaluate("paViewer.state")
     assert state == {"shape": 3, "block": 1, "coloring": "neighbours", "query": q, "layout": "side_by_side"}
-    sample = part_session(load_session(runs["classification"][0])).sample(3)
+    sample = part_session(load_session(html_runs["classification"][0])).sample(3)
     pos, feats = sample.block(1)
     k = browser.evaluate("paViewer.data.shapes[3].blocks[1].k")
     assert browser.evaluate("paViewer.highlighted('feature')") == sorted(feature_knn(feats, q, k).tolist())
@@ -118,15 +107,15 @@ def test_classification_page_click_highlights_the_python_neighbour_sets(browser,
     print(f"classification page: drawn {ms:.0f} ms after navigation")
 
 
-def test_capsule_page_click_selects_the_capsule_and_its_points(browser, runs, pages, shots):
+def test_capsule_page_click_selects_the_capsule_and_its_points(browser, html_runs, html_pages, shots):
     from pointabstract.viz.core.colors import HIGHLIGHT
     from pointabstract.viz.tasks import load_session
 
-    _open(browser, pages["reconstruction"])
+    _open(browser, html_pages["reconstruction"])
     _choose(browser, "sel-shape", 2)
     i = _isolated_point(browser, "reconstruction", 0)
     _click_point(browser, "reconstruction", 0, i)
-    sample = load_session(runs["reconstruction"][0]).sample(2)
+    sample = load_session(html_runs["reconstruction"][0]).sample(2)
     c = int(sample.capsule_index[i])
     assert browser.evaluate("paViewer.state") == {"shape": 2, "capsule": c, "coloring": "capsule",
                                                   "layout": "side_by_side"}
@@ -138,14 +127,14 @@ def test_capsule_page_click_selects_the_capsule_and_its_points(browser, runs, pa
     _opened_cleanly(browser)
 
 
-def test_segmentation_page_steps_through_the_tree_levels(browser, runs, pages, shots):
+def test_segmentation_page_steps_through_the_tree_levels(browser, html_runs, html_pages, shots):
     from pointabstract.viz.segmentation.scenes import WRONG, segmentation_panels
     from pointabstract.viz.tasks import load_session
 
-    _open(browser, pages["part_segmentation"])
+    _open(browser, html_pages["part_segmentation"])
     _choose(browser, "sel-shape", 1)
     _choose(browser, "sel-level", 1)
-    sample = load_session(runs["part_segmentation"][0]).sample(1)
+    sample = load_session(html_runs["part_segmentation"][0]).sample(1)
     tree = segmentation_panels(sample, level=1, layout="tree")[0]
     drawn = browser.evaluate("paViewer.panels.tree.div.data[0].marker.color")
     assert drawn == [f"rgb({r},{g},{b})" for r, g, b in np.rint(tree.colors * 255).astype(int)]

@@ -11,7 +11,7 @@ import pointabstract
 from pointabstract.cli import main
 from pointabstract.data import write_off
 from pointabstract.viz.tasks import load_input_session
-from tests.predict_runs import tiny_runs
+from tests.fixtures import tiny_runs
 
 
 @pytest.fixture(scope="module")

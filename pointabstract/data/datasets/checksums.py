@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = ["ARCHIVES", "Archive", "check_columns", "check_finite", "check_whole", "file_md5", "read_h5",
            "verify_md5"]
 
@@ -63,8 +65,7 @@ ARCHIVES: dict[str, Archive] = {a.name: a for a in (
 
 def file_md5(path: str | Path, *, chunk_size: int = 1 << 20) -> str:
     """The md5 hex digest of a file, read in chunks of ``chunk_size`` bytes."""
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    V.check_int("chunk_size", chunk_size, low=1)
     digest = hashlib.md5()
     with open(path, "rb") as handle:
         while chunk := handle.read(chunk_size):

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from .base import LayoutNotFoundError, PointDataset
 from .folders import list_folder, read_names
 from .sampling import check_sampling, point_indices
@@ -166,8 +167,7 @@ def split_of(layout: FolderLayout, root: Path, *, seed: int, test_fraction: floa
     stratified one for a ``"seeded split"`` layout (rule in the module docstring)."""
     if layout.kind != "seeded split":
         return layout.files
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"data.test_fraction must be in (0, 1), got {test_fraction!r}")
+    V.check_float("data.test_fraction", test_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
     out = {"train": [], "test": []}
     for label in range(len(layout.classes)):
         members = [f for f, lab in layout.files["all"] if lab == label]
@@ -243,8 +243,7 @@ class ShapeFolder(PointDataset):
         from .folder_cache import cache_folder, prepare_samples
 
         super().__init__(transform=transform, seed=seed)
-        if split not in _SPLITS:
-            raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
+        V.check_choice("split", split, _SPLITS)
         check_sampling(sampling, num_points)
         self.root, self.split, self.num_points, self.sampling = Path(root), split, num_points, sampling
         self.use_normals = use_normals

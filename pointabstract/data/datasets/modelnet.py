@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from ..categories import MODELNET10, MODELNET40
 from .base import LayoutNotFoundError, PointDataset
 from .checksums import check_columns, check_finite, check_whole, read_h5
@@ -60,8 +61,7 @@ def detect_layout(root: str | Path, *, layout: str | None = None,
         ValueError: listing the layouts looked for and what ``root`` contains.
     """
     root = Path(root)
-    if layout is not None and layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS} or None, got {layout!r}")
+    V.check_choice("layout", layout, LAYOUTS, allow_none=True)
     standard = {"hdf5": ("modelnet40_ply_hdf5_2048",), "resampled": ("modelnet40_normal_resampled",),
                 "off": off_folders}
     wanted = LAYOUTS if layout is None else (layout,)
@@ -139,8 +139,7 @@ class ModelNet40(PointDataset):
                  layout: str | None = None, mesh_points: int = 2048, cache_dir: str | Path | None = None,
                  resample_meshes: bool = False, progress: bool = True):
         super().__init__(transform=transform, seed=seed)
-        if split not in _SPLITS:
-            raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
+        V.check_choice("split", split, _SPLITS)
         check_sampling(sampling, num_points)
         self.root, self.split, self.num_points, self.sampling = Path(root), split, num_points, sampling
         self.use_normals, self.resample_meshes, self.mesh_points = use_normals, resample_meshes, mesh_points

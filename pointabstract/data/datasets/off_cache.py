@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from .folder_cache import cache_folder
 from .off import find_meshes, sample_mesh
 
@@ -117,8 +118,7 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     from tqdm.auto import tqdm
 
     folder = Path(folder)
-    if mesh_points < 1:
-        raise ValueError(f"mesh_points must be >= 1, got {mesh_points}")
+    V.check_int("mesh_points", mesh_points, low=1)
     files = find_meshes(folder, split)
     if not files:
         raise ValueError(f"{folder}: no <class>/{split}/*.off mesh found (extension in any case)")
@@ -131,7 +131,8 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     stats = _mesh_stats(files)
     signature = _signature(names, stats, classes)
     name = f"{folder.name}_{split}_{mesh_points}pts_seed{seed}.h5"
-    legacy = folder / name  # where versions before 2026-11 wrote it: read while up to date, never written
+    # where 0.1.0 before 2026-11 wrote it: read while up to date, never written (a shim removed in 0.2.0)
+    legacy = folder / name
     if cache_dir is None and legacy.is_file() and _stale_reason(legacy, signature, names, stats) is None:
         return legacy
     out_dir = Path(cache_dir) if cache_dir is not None else cache_folder(folder, "modelnet")

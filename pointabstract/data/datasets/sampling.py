@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = ["SAMPLINGS", "check_sampling", "point_indices"]
 
 SAMPLINGS = ("first", "random", "fps")
@@ -16,12 +18,9 @@ SAMPLINGS = ("first", "random", "fps")
 
 def check_sampling(sampling: str, num_points: int | None = None, undersized: str = "error") -> None:
     """Validate the arguments every loader passes on to :func:`point_indices`."""
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    if num_points is not None and (not isinstance(num_points, int) or num_points < 1):
-        raise ValueError(f"num_points must be a positive int or None, got {num_points!r}")
-    if undersized not in ("error", "repeat"):
-        raise ValueError(f"undersized must be 'error' or 'repeat', got {undersized!r}")
+    V.check_choice("sampling", sampling, SAMPLINGS)
+    V.check_int("num_points", num_points, low=1, allow_none=True)
+    V.check_choice("undersized", undersized, ("error", "repeat"))
 
 
 def point_indices(n: int, num_points: int | None, *, sampling: str = "first",

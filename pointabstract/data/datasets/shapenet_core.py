@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from ..categories import SHAPENET_CORE, SHAPENET_CORE13, SHAPENET_PART, resolve_categories
 from .base import LayoutNotFoundError, PointDataset
 from .folders import list_folder
@@ -78,8 +79,7 @@ class ShapeNetCore(PointDataset):
                  num_points: int | None = 2048, sampling: str = "random", transform=None, seed: int = 0,
                  layout: str | None = None, undersized: str = "error"):
         super().__init__(transform=transform, seed=seed)
-        if layout is not None and layout not in CORE_LAYOUTS:
-            raise ValueError(f"layout must be one of {CORE_LAYOUTS} or None, got {layout!r}")
+        V.check_choice("layout", layout, CORE_LAYOUTS, allow_none=True)
         check_sampling(sampling, num_points, undersized)
         wanted = None if categories is None else resolve_categories(categories, SHAPENET_CORE)
         root = Path(root)
@@ -102,8 +102,7 @@ class ShapeNetCore(PointDataset):
             to_core = np.array([_CORE_OF_SYNSET[c.synset] for c in SHAPENET_PART], dtype=np.int64)
             self.categories = to_core[self.part_categories]
             return
-        if split not in ("train", "test"):
-            raise ValueError(f"split must be 'train' or 'test' for the PLY layout, got {split!r}")
+        V.check_choice("split", split, ("train", "test"), note=" for the PLY layout")
         outside = [SHAPENET_CORE[i].name for i in wanted or () if i >= len(SHAPENET_CORE13)]
         if outside:
             raise ValueError(f"categories: {outside} are not ShapeNetCore13 categories (the PLY layout has "
@@ -151,4 +150,3 @@ class ShapeNetCore(PointDataset):
         idx = point_indices(len(pos), self.num_points, sampling=self.sampling, rng=rng, pos=pos,
                             source=self.sources[index], undersized=self.undersized)
         return {"pos": np.ascontiguousarray(pos[idx]), "category": int(self.categories[index])}
-

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from ..categories import SHAPENET_PART, resolve_categories, resolve_category
 from .base import LayoutNotFoundError, PointDataset
 from .checksums import check_columns, check_finite, check_whole, read_h5
@@ -46,8 +47,7 @@ def detect_part_layout(root: str | Path, *, layout: str | None = None) -> tuple[
     listing the layouts looked for and what ``root`` contains.
     """
     root = Path(root)
-    if layout is not None and layout not in PART_LAYOUTS:
-        raise ValueError(f"layout must be one of {PART_LAYOUTS} or None, got {layout!r}")
+    V.check_choice("layout", layout, PART_LAYOUTS, allow_none=True)
     wanted = PART_LAYOUTS if layout is None else (layout,)
     for folder in [root] + [root / _FOLDERS[k] for k in wanted]:
         kind = _kind(folder)
@@ -147,8 +147,7 @@ class ShapeNetPart(PointDataset):
                  num_points: int | None = 2048, sampling: str = "random", transform=None, seed: int = 0,
                  use_normals: bool = False, layout: str | None = None, undersized: str = "error"):
         super().__init__(transform=transform, seed=seed)
-        if split not in PART_SPLITS:
-            raise ValueError(f"split must be one of {PART_SPLITS}, got {split!r}")
+        V.check_choice("split", split, PART_SPLITS)
         check_sampling(sampling, num_points, undersized)
         self.split, self.num_points, self.sampling = split, num_points, sampling
         self.use_normals, self.undersized = use_normals, undersized

@@ -26,6 +26,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from ... import _validate as V
 from ..datasets.checksums import check_whole
 
 __all__ = ["FEATURES", "baseline_features", "evaluate_baseline", "nearest_neighbour_predict",
@@ -48,8 +49,7 @@ def baseline_features(pos: np.ndarray, *, bins: int = 16) -> np.ndarray:
     pos = np.asarray(pos, dtype=np.float64)
     if pos.ndim != 3 or pos.shape[2] != 3 or pos.shape[1] == 0:
         raise ValueError(f"pos must have shape (S, N, 3) with N > 0, got {pos.shape}")
-    if not isinstance(bins, int) or bins < 1:
-        raise ValueError(f"bins must be a positive int, got {bins!r}")
+    V.check_int("bins", bins, low=1)
     extents = np.sort(pos.max(1) - pos.min(1), axis=1)[:, ::-1]
     radius = np.linalg.norm(pos - pos.mean(1, keepdims=True), axis=2)  # (S, N)
     radius /= np.maximum(radius.max(1, keepdims=True), 1e-12)
@@ -138,8 +138,7 @@ def evaluate_baseline(root, *, bins: int = 16, features: str = "histogram") -> d
         ``{"accuracy": float, "per_class": {name: accuracy}, "num_train": int, "num_test": int}``;
         classes without test shapes are left out of ``per_class``.
     """
-    if features not in FEATURES:
-        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+    V.check_choice("features", features, FEATURES)
     folder = Path(root)
     if not (folder / "shape_names.txt").is_file() and (folder / _MODELNET_DIR).is_dir():
         folder = folder / _MODELNET_DIR

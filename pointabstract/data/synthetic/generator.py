@@ -48,6 +48,7 @@ import h5py
 import numpy as np
 from tqdm import tqdm
 
+from ... import _validate as V
 from ..categories import SHAPENET_PART
 from .hard import HARD_CLASS_NAMES, HARD_CLASSES, ROTATIONS, random_rotation, sample_hard_shape
 from .nuisances import Nuisances
@@ -70,8 +71,7 @@ _PER_CLASS = {"easy": (250, 63), "hard": (100, 25)}  # default train / test shap
 
 def level_classes(level: str) -> tuple[str, ...]:
     """The class names (label = index) of a level's classification set."""
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    V.check_choice("level", level, LEVELS)
     return CLASS_NAMES if level == "easy" else HARD_CLASS_NAMES
 
 
@@ -93,8 +93,7 @@ def sample_shape(category: int | str, rng: np.random.Generator, *, num_points: i
         ``{"pos": (N, 3) float32 in the unit sphere, "normal": (N, 3) float32 unit,
         "part": (N,) int64 global part ids}``.
     """
-    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 1:
-        raise ValueError(f"num_points must be a positive int, got {num_points!r}")
+    V.check_int("num_points", num_points, low=1)
     vertices, faces, face_part = build_shape(category, rng)
     pos, normal, part = sample_surface(vertices, faces, int(num_points), rng, face_labels=face_part)
     pos = _normalise(pos.astype(np.float64))
@@ -179,11 +178,6 @@ def _write_lines(path: Path, lines) -> None:
     path.write_text("".join(f"{line}\n" for line in lines))
 
 
-def _check_count(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-
 def _write_set(root: Path, classes, *, level, seed, num_points, train_per_class, test_per_class,
                val_fraction, nuisances, rotation, workers, progress) -> dict:
     """Generate and write both layouts under ``root`` (a fresh staging folder); the counts."""
@@ -249,8 +243,7 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
         ``"seconds"`` taken.
     """
     classes = level_classes(level)
-    if rotation not in ROTATIONS:
-        raise ValueError(f"rotation must be one of {ROTATIONS}, got {rotation!r}")
+    V.check_choice("rotation", rotation, ROTATIONS)
     if nuisances is not None and level != "hard":
         raise ValueError(f"nuisances apply to level='hard' only, got level={level!r}")
     if nuisances is not None and not isinstance(nuisances, Nuisances):
@@ -258,16 +251,14 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
     nuisances = Nuisances() if nuisances is None else nuisances
     train_per_class = _PER_CLASS[level][0] if train_per_class is None else train_per_class
     test_per_class = _PER_CLASS[level][1] if test_per_class is None else test_per_class
-    _check_count("train_per_class", train_per_class, 1)
-    _check_count("test_per_class", test_per_class, 1)
-    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 2:
-        raise ValueError(f"num_points must be an int >= 2 (one point cannot be centred and scaled into the "
-                         f"unit sphere), got {num_points!r}")
-    _check_count("seed", seed, 0)
-    if not 0 <= val_fraction < 1:
-        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
+    V.check_int("train_per_class", train_per_class, low=1)
+    V.check_int("test_per_class", test_per_class, low=1)
+    V.check_int("num_points", num_points, low=2,
+                note=" (one point cannot be centred and scaled into the unit sphere)")
+    V.check_int("seed", seed, low=0)
+    V.check_float("val_fraction", val_fraction, low=0.0, high=1.0, high_open=True)
     workers = (os.cpu_count() or 1) if workers is None else workers
-    _check_count("workers", workers, 1)
+    V.check_int("workers", workers, low=1)
     start = time.perf_counter()
     root = Path(out)
     claim_output(root, overwrite=overwrite)

@@ -62,6 +62,7 @@ from functools import partial
 
 import numpy as np
 
+from ... import _validate as V
 from ..categories import SHAPENET_PART, resolve_category
 from .hard_furniture import chair, lamp, laptop, table
 from .hard_objects import bag, cap, earphone, guitar, knife, mug, pistol
@@ -160,12 +161,9 @@ def sample_hard_shape(label: int, rng: np.random.Generator, *, num_points: int =
         "candidates": the pool indices the nuisances left to draw from, "pool_part": (6N,) int64
         the pool's part ids}`` (see :func:`~.nuisances.apply_nuisances`).
     """
-    if isinstance(label, bool) or not isinstance(label, (int, np.integer)) or not 0 <= label < 40:
-        raise ValueError(f"label must be an int in [0, {len(HARD_CLASSES)}), got {label!r}")
-    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 1:
-        raise ValueError(f"num_points must be a positive int, got {num_points!r}")
-    if rotation_mode not in ROTATIONS:
-        raise ValueError(f"rotation_mode must be one of {ROTATIONS}, got {rotation_mode!r}")
+    V.check_int_in("label", label, 0, len(HARD_CLASSES) - 1)
+    V.check_int("num_points", num_points, low=1)
+    V.check_choice("rotation_mode", rotation_mode, ROTATIONS)
     nuisances = Nuisances() if nuisances is None else nuisances
     if not isinstance(nuisances, Nuisances):
         raise TypeError(f"nuisances must be a Nuisances, got {type(nuisances).__name__}")

@@ -30,6 +30,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = ["NUISANCES", "Nuisances", "apply_nuisances", "hidden_point_removal", "hidden_point_removal_naive",
            "normalise_unit_sphere"]
 
@@ -153,8 +155,7 @@ def apply_nuisances(pos: np.ndarray, normal: np.ndarray, part: np.ndarray, rng: 
     if np.shape(normal) != pos.shape or np.shape(part) != pos.shape[:1]:
         raise ValueError(f"normal must have shape {pos.shape} and part {pos.shape[:1]}, got "
                          f"{np.shape(normal)} and {np.shape(part)}")
-    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 1:
-        raise ValueError(f"num_points must be a positive int, got {num_points!r}")
+    V.check_int("num_points", num_points, low=1)
     nuisances = Nuisances() if nuisances is None else nuisances
     if not isinstance(nuisances, Nuisances):
         raise TypeError(f"nuisances must be a Nuisances, got {type(nuisances).__name__}")

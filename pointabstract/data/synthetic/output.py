@@ -67,7 +67,8 @@ def is_complete(root: str | Path) -> bool:
 
 def _legacy_set(root: Path, files: list[str]) -> bool:
     """A set written before manifests: only the layout's own file names, and a class list that
-    is exactly one of the synthetic levels' (never a real ModelNet40 or ShapeNetPart folder)."""
+    is exactly one of the synthetic levels' (never a real ModelNet40 or ShapeNetPart folder).
+    Compatibility shim, removed in 0.2.0 (docs/development.md#compatibility-shims)."""
     from .generator import LEVELS, level_classes
 
     if not files or not all(_LEGACY.match(name) for name in files):

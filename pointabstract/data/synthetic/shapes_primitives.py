@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = [
     "Mesh",
     "PartMesh",
@@ -46,8 +48,7 @@ _AXES = {"x": 0, "y": 1, "z": 2}
 
 def rotation(axis: str, angle: float) -> np.ndarray:
     """(3, 3) right-handed rotation by ``angle`` radians about the named axis ``"x"|"y"|"z"``."""
-    if axis not in _AXES:
-        raise ValueError(f"axis must be one of 'x', 'y', 'z', got {axis!r}")
+    V.check_choice("axis", axis, _AXES)
     i, j = [k for k in range(3) if k != _AXES[axis]]
     c, s = np.cos(angle), np.sin(angle)
     r = np.eye(3)

@@ -167,22 +167,6 @@ def select_points(sample: dict, index: np.ndarray) -> dict:
     return out
 
 
-def check_float(name: str, value, *, low: float | None = None, high: float | None = None,
-                low_open: bool = False, high_open: bool = False) -> float:
-    """``value`` as a finite float in the given interval, or an error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and (value >= high if high_open else value > high)
-    if not np.isfinite(value) or too_low or too_high:
-        left = "(-inf" if low is None else f"{'(' if low_open else '['}{low!r}"
-        right = "inf)" if high is None else f"{high!r}{')' if high_open else ']'}"
-        interval = f"{left}, {right}"
-        raise ValueError(f"{name} must be a finite number in {interval}, got {value!r}")
-    return value
-
-
 def _describe(x) -> str:
     if isinstance(x, np.ndarray):
         return f"{x.dtype} {x.shape}"

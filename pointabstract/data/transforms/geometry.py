@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Transform, check_float
+from ... import _validate as V
+from .base import Transform
 
 __all__ = [
     "Jitter",
@@ -104,11 +105,9 @@ class RandomScale(Transform):
     random = True
 
     def __init__(self, low: float = 2 / 3, high: float = 3 / 2, *, anisotropic: bool = True):
-        self.low = check_float("low", low, low=0.0, low_open=True)
-        self.high = check_float("high", high, low=self.low)
-        if not isinstance(anisotropic, bool):
-            raise TypeError(f"anisotropic must be a bool, got {type(anisotropic).__name__}")
-        self.anisotropic = anisotropic
+        self.low = V.check_float("low", low, low=0.0, low_open=True)
+        self.high = V.check_float("high", high, low=self.low)
+        self.anisotropic = V.check_bool("anisotropic", anisotropic)
 
     def _draw(self, sample, rng):
         return rng.uniform(self.low, self.high, size=3 if self.anisotropic else 1)
@@ -133,7 +132,7 @@ class RandomTranslate(Transform):
     random = True
 
     def __init__(self, max_shift: float = 0.2):
-        self.max_shift = check_float("max_shift", max_shift, low=0.0)
+        self.max_shift = V.check_float("max_shift", max_shift, low=0.0)
 
     def _draw(self, sample, rng):
         return rng.uniform(-self.max_shift, self.max_shift, size=3)
@@ -167,10 +166,8 @@ class RandomRotate(Transform):
     random = True
 
     def __init__(self, axis: str = "y", *, max_angle: float = np.pi):
-        if axis not in _AXES:
-            raise ValueError(f"axis must be one of {list(_AXES)}, got {axis!r}")
-        self.axis = axis
-        self.max_angle = check_float("max_angle", max_angle, low=0.0, high=float(np.pi))
+        self.axis = V.check_choice("axis", axis, _AXES)
+        self.max_angle = V.check_float("max_angle", max_angle, low=0.0, high=float(np.pi))
 
     def _draw(self, sample, rng):
         return axis_rotation(self.axis, rng.uniform(-self.max_angle, self.max_angle))
@@ -220,8 +217,8 @@ class Jitter(Transform):
     random = True
 
     def __init__(self, sigma: float = 0.01, *, clip: float | None = 0.05):
-        self.sigma = check_float("sigma", sigma, low=0.0)
-        self.clip = None if clip is None else check_float("clip", clip, low=0.0, low_open=True)
+        self.sigma = V.check_float("sigma", sigma, low=0.0)
+        self.clip = None if clip is None else V.check_float("clip", clip, low=0.0, low_open=True)
 
     def _draw(self, sample, rng):
         noise = self.sigma * rng.standard_normal(sample["pos"].shape)

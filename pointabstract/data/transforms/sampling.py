@@ -7,11 +7,10 @@ Each draws one index array and applies it to every per-point field (``pos``, ``n
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .base import Transform, check_float, select_points
+from ... import _validate as V
+from .base import Transform, select_points
 
 __all__ = ["RandomDropout", "Resample", "Shuffle"]
 
@@ -38,7 +37,7 @@ class RandomDropout(Transform):
     random = True
 
     def __init__(self, max_ratio: float = 0.875):
-        self.max_ratio = check_float("max_ratio", max_ratio, low=0.0, high=1.0, high_open=True)
+        self.max_ratio = V.check_float("max_ratio", max_ratio, low=0.0, high=1.0, high_open=True)
 
     def _draw(self, sample, rng):
         n = len(sample["pos"])
@@ -84,11 +83,7 @@ class Resample(Transform):
     random = True
 
     def __init__(self, n: int):
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        self.n = int(n)
+        self.n = V.check_int("n", n, low=1)
 
     def _draw(self, sample, rng):
         size = len(sample["pos"])

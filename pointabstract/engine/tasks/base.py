@@ -1,18 +1,20 @@
 """The contract between the shared training loop and a task (classification, reconstruction,
-part segmentation, ...): everything the loop, ``restore`` and the CLI may ask of a task.
+part segmentation, ...): everything the loop, ``restore``, ``eval`` and the CLI may ask of a task.
 
 The trainer knows nothing else about a task. To add one, write a class with these members in
-its own file under ``engine/tasks/`` and list it in ``engine/tasks/__init__.py::TASKS``.
+its own file under ``engine/tasks/`` and list it in ``engine/tasks/__init__.py::TASKS``; the
+functions that score its outputs go in ``engine/metrics/``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 
-__all__ = ["MissingDatasetError", "Task", "missing_dataset"]
+__all__ = ["MissingDatasetError", "Task", "check_dataset", "check_settings_type", "missing_dataset",
+           "missing_dataset_hint"]
 
 # where `data synth` writes by default; a hint may suggest generating there, never into a user's root
 _GENERATED = {"datasets/synthetic": "", "datasets/synthetic-hard": " --level hard"}
@@ -22,17 +24,43 @@ class MissingDatasetError(FileNotFoundError):
     """The configured dataset root holds no layout the task's loaders know."""
 
 
-def missing_dataset(err: Exception, root: str) -> MissingDatasetError:
-    """``err`` (a loader's "no layout found") with the one hint every task gives: generate the
-    built-in data in its own folder. When ``root`` is one of those folders the command writes
-    there; for any other root (likely a user's own data folder) it never suggests writing into it."""
+def missing_dataset_hint(root: str | Path) -> str:
+    """The one hint for a dataset root that holds no data: generate the built-in data in its own
+    folder. When ``root`` is one of those folders the command writes there; for any other root
+    (likely a user's own data folder) it never suggests writing into it."""
     level = _GENERATED.get(Path(root).as_posix().rstrip("/"))
     if level is not None:
-        hint = f"For the built-in synthetic data run: pointabstract data synth{level} --out {root}"
-    else:
-        hint = ("For the built-in synthetic data instead: pointabstract data synth (writes "
-                "datasets/synthetic), then train with data.root=datasets/synthetic")
-    return MissingDatasetError(f"{err}\n{hint}")
+        return f"For the built-in synthetic data run: pointabstract data synth{level} --out {root}"
+    return ("For the built-in synthetic data instead: pointabstract data synth (writes "
+            "datasets/synthetic), then train with data.root=datasets/synthetic")
+
+
+def missing_dataset(err: Exception | str, root: str | Path) -> MissingDatasetError:
+    """``err`` (a loader's "no layout found", or a message) followed by :func:`missing_dataset_hint`."""
+    return MissingDatasetError(f"{err}\n{missing_dataset_hint(root)}")
+
+
+def check_dataset(task: str, datasets: tuple[str, ...], dataset: str) -> None:
+    """ValueError naming ``data.dataset`` when ``task`` reads no dataset of that name."""
+    if dataset not in datasets:
+        raise ValueError(f"data.dataset must be one of {list(datasets)} for {task}, got {dataset!r}")
+
+
+def check_settings_type(task: type, data, settings):
+    """The arguments every task constructor takes, checked: ``data`` a
+    :class:`~pointabstract.engine.config.DataConfig`, ``settings`` an instance of ``task.settings``
+    (None: its defaults). Returns the settings."""
+    from ..config import DataConfig
+
+    if not isinstance(data, DataConfig):
+        raise TypeError(f"{task.__name__} takes data: DataConfig (the run's data.* keys), got "
+                        f"{type(data).__name__}; build a task from a whole run config with build_task(cfg)")
+    if settings is None:
+        return task.settings()
+    if not isinstance(settings, task.settings):
+        raise TypeError(f"{task.__name__} takes settings: {task.settings.__name__}, "
+                        f"got {type(settings).__name__}")
+    return settings
 
 
 class Task(Protocol):
@@ -41,17 +69,31 @@ class Task(Protocol):
     Class attributes:
         name: the registry name, the value of the run's ``task`` key and of ``ModelSpec.task``.
         settings: the dataclass of this task's ``task.*`` config keys (validated like
-            ``model.*``); an instance is passed to ``__init__`` as ``cfg.task_config``.
+            ``model.*``).
         metric: the key of :meth:`evaluate`'s result that picks ``best.pt``.
         mode: ``"max"`` (accuracy, mIoU) or ``"min"`` (Chamfer distance) for ``metric``.
+        datasets: the ``data.dataset`` names it reads; the first is what a run started from a
+            model name reads (``pointabstract train capsule_ae_small_ca``).
+        eval_options: the fields of ``settings`` that ``evaluate_checkpoint`` / ``pointabstract
+            eval`` may change for one evaluation (e.g. ``("votes",)``); any other option given for
+            this task's checkpoints is a ValueError naming the option and the task.
+        figures: the names of the figure sections its eval report carries, in order; the caller
+            draws them (``evaluate_checkpoint(sections={name: builder})``, the engine never imports
+            the viewer), and asking for a section the task does not name is a ValueError.
 
-    The constructor takes the whole :class:`~pointabstract.engine.config.RunConfig`.
+    The constructor reads only what a task needs: ``__init__(data, *, seed=0, settings=None)``
+    with the run's :class:`~pointabstract.engine.config.DataConfig`, its seed and an instance of
+    ``settings`` (None: the defaults); it validates the settings. ``build_task(cfg)``
+    (``engine/tasks/__init__.py``) builds the task of a whole run config.
     """
 
     name: str
     settings: type
     metric: str
     mode: str
+    datasets: tuple[str, ...]
+    eval_options: tuple[str, ...]
+    figures: tuple[str, ...]
 
     def dataset(self, split: str, *, train: bool) -> torch.utils.data.Dataset:
         """The dataset of ``split`` ("train" / "test"); ``train`` turns on augmentation.
@@ -82,8 +124,10 @@ class Task(Protocol):
     def check_restore(self, state: dict, where: str) -> None:
         """Raise ValueError (naming ``where``) when the data now loaded does not fit ``state``."""
 
-    def summary(self, metrics: dict) -> str:
-        """One line for the CLI, e.g. ``test overall accuracy 0.983 (mean class 0.981)``."""
+    @staticmethod
+    def summary(metrics: dict) -> str:
+        """One line for the CLI, e.g. ``test overall accuracy 0.983 (mean class 0.981)``, from the
+        metrics alone (the CLI prints it for a finished run without building the task)."""
 
     def report(self, metrics: dict, out: Path) -> list[str]:
         """The task's report.md section as markdown lines; may write its plots under ``out``."""
@@ -91,5 +135,3 @@ class Task(Protocol):
     def curves(self) -> dict[str, list[str]]:
         """Which logged keys ``plot_curves`` draws together: ``{panel title: [keys]}``."""
 
-
-_ = Any

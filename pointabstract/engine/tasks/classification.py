@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from ..metrics import ConfusionMatrix
 from ..plots import plot_confusion
-from .base import missing_dataset
+from .base import check_dataset, check_settings_type, missing_dataset
 
 __all__ = ["ClassificationSettings", "ClassificationTask"]
 
@@ -31,24 +31,28 @@ class ClassificationTask:
     folder of class folders (``data.dataset=folder``); the model gets one output per class.
 
     Args:
-        cfg: the run configuration (``data.*`` picks dataset, root, points; ``task.*`` holds
-            :class:`ClassificationSettings`).
+        data: the run's ``data.*`` keys (dataset, root, points, normals).
+        seed: seeds the training sampling and augmentation.
+        settings: the ``task.*`` keys (None: the defaults).
     """
 
     name = "classification"
     settings = ClassificationSettings
     metric = "overall_accuracy"
     mode = "max"
+    datasets = ("modelnet40", "modelnet10", "folder")
+    eval_options = ("votes",)
+    figures = ("neighbourhoods", "viewer")
 
-    def __init__(self, cfg):
-        s = cfg.task_config()
+    def __init__(self, data, *, seed: int = 0, settings: ClassificationSettings | None = None):
+        s = check_settings_type(type(self), data, settings)
         if s.augment not in AUGMENTATIONS:
             raise ValueError(f"task.augment must be one of {list(AUGMENTATIONS)}, got {s.augment!r}")
         if s.votes < 1:
             raise ValueError(f"task.votes must be >= 1, got {s.votes}")
         if not 0 <= s.label_smoothing < 1:
             raise ValueError(f"task.label_smoothing must be in [0, 1), got {s.label_smoothing}")
-        self.cfg, self.s = cfg, s
+        self.data, self.seed, self.s = data, seed, s
         self.class_names: list[str] = []
 
     # --- data -----------------------------------------------------------------------------
@@ -66,17 +70,15 @@ class ClassificationTask:
         from ...data import LayoutNotFoundError, ModelNet10, ModelNet40
         from ...data.datasets.folder import ShapeFolder
 
-        d = self.cfg.data
+        d = self.data
+        check_dataset(self.name, self.datasets, d.dataset)
         classes = {"modelnet40": ModelNet40, "modelnet10": ModelNet10, "folder": ShapeFolder}
-        if d.dataset not in classes:
-            raise ValueError(f"data.dataset must be one of {sorted(classes)} for classification, "
-                             f"got {d.dataset!r}")
         extra = {"test_fraction": d.test_fraction} if d.dataset == "folder" else {}
         try:
             ds = classes[d.dataset](d.root, split, num_points=d.num_points,
                                     sampling=d.sampling if train else "first",
                                     transform=self.train_transform() if train else None,
-                                    seed=self.cfg.seed, use_normals=d.use_normals, **extra)
+                                    seed=self.seed, use_normals=d.use_normals, **extra)
         except LayoutNotFoundError as err:
             raise missing_dataset(err, d.root) from None
         self.class_names = list(ds.classes)
@@ -84,14 +86,14 @@ class ClassificationTask:
 
     def model_args(self) -> dict:
         """Model config fields fixed by the data: class count and extra input channels."""
-        return {"num_classes": len(self.class_names), "in_channels": 3 if self.cfg.data.use_normals else 0}
+        return {"num_classes": len(self.class_names), "in_channels": 3 if self.data.use_normals else 0}
 
     # --- steps ----------------------------------------------------------------------------
 
     def forward(self, model, batch: dict, device) -> torch.Tensor:
         """Logits (B, classes) of one collated batch."""
         pos = batch["pos"].to(device, non_blocking=True)
-        features = batch["normal"].to(device, non_blocking=True) if self.cfg.data.use_normals else None
+        features = batch["normal"].to(device, non_blocking=True) if self.data.use_normals else None
         return model(pos, features=features)["logits"]
 
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
@@ -135,9 +137,10 @@ class ClassificationTask:
         saved = list(state.get("class_names", self.class_names))
         if saved != self.class_names:
             raise ValueError(f"{where} was trained on classes {saved}, the data at "
-                             f"{self.cfg.data.root} has {self.class_names}")
+                             f"{self.data.root} has {self.class_names}")
 
-    def summary(self, metrics: dict) -> str:
+    @staticmethod
+    def summary(metrics: dict) -> str:
         return (f"test overall accuracy {metrics['overall_accuracy']:.4f}, mean class accuracy "
                 f"{metrics['mean_class_accuracy']:.4f}")
 

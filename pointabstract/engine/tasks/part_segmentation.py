@@ -1,12 +1,6 @@
 """The part-segmentation task: ShapeNetPart (all three layouts, the synthetic set's HDF5 one
-included), scale + shift augmentation, and the standard mIoU protocol.
-
-Protocol (PointNet / PointNet++ / every ShapeNetPart paper): the logits of each shape are
-restricted to the parts of its category before the argmax; a shape's IoU is the mean over
-its category's parts of ``|pred = p and true = p| / |pred = p or true = p|``, a part absent
-from both prediction and truth counting as 1; **instance mIoU** averages the shapes,
-**class mIoU** averages the per-category means (categories without test shapes left out).
-"""
+included), scale + shift augmentation, and the standard mIoU protocol (logits restricted to each
+shape's category, instance and class mIoU: ``engine/metrics/part_iou.py`` defines and scores it)."""
 
 from __future__ import annotations
 
@@ -17,17 +11,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
-from ...ops import _validate as V
-from .base import missing_dataset
+from ..metrics import PartIoU, check_part_labels, restrict_to_category, shape_ious, shape_ious_naive
+from ..plots import plot_part_ious
+from .base import check_dataset, check_settings_type, missing_dataset
 
+# the metric functions live in engine/metrics/; they are re-exported here, where the viewer,
+# the predictor, the benchmarks and their users first imported them
 __all__ = ["PartIoU", "PartSegmentationSettings", "PartSegmentationTask", "check_part_labels",
            "restrict_to_category", "shape_ious", "shape_ious_naive"]
-
-# (16, 50) True where a part belongs to a category
-PART_MASK = torch.zeros(len(SHAPENET_PART), NUM_PARTS, dtype=torch.bool)
-for _i, _c in enumerate(SHAPENET_PART):
-    PART_MASK[_i, list(_c.parts)] = True
 
 
 @dataclass
@@ -62,164 +55,48 @@ def check_settings(o: PartSegmentationSettings) -> None:
         raise ValueError(f"task.undersized must be 'repeat' or 'error', got {o.undersized!r}")
 
 
-def check_part_labels(part: torch.Tensor, category: torch.Tensor) -> None:
-    """Raise ValueError when a label (other than padding -1) is not a part of its shape's category.
-
-    part: (B, N) int64 global part ids; category: (B,) int64 category ids.
-    """
-    count = len(SHAPENET_PART)
-    if not isinstance(part, torch.Tensor):
-        raise TypeError(f"part must be a torch.Tensor of dtype int64, got {type(part).__name__}")
-    if part.dtype != torch.int64:
-        raise TypeError(f"part must have dtype int64, got {part.dtype}")
-    if part.dim() != 2:
-        raise ValueError(f"part must have shape (B, N), got {tuple(part.shape)}")
-    if not isinstance(category, torch.Tensor):
-        raise TypeError(f"category must be a torch.Tensor of dtype int64, got {type(category).__name__}")
-    if category.dtype != torch.int64 or bool(((category < 0) | (category >= count)).any()):
-        raise ValueError(f"category must hold int64 ids in [0, {count}), got {category.tolist()}")
-    V.check_shape("category", category, (part.shape[0],), "(B,)", floating=False)
-    inside = (part >= 0) & (part < NUM_PARTS)
-    owned = PART_MASK.to(part.device)[category.unsqueeze(1), part.clamp(0, NUM_PARTS - 1)]  # (B, N)
-    ok = (part == -1) | (inside & owned)
-    if not bool(ok.all()):
-        b, n = (~ok).nonzero()[0].tolist()
-        c = SHAPENET_PART[int(category[b])]
-        raise ValueError(f"part label {int(part[b, n])} of shape {b} point {n} is not one of "
-                         f"{c.name}'s parts {list(c.parts)}")
-
-
-def restrict_to_category(logits: torch.Tensor, category: torch.Tensor) -> torch.Tensor:
-    """logits: (B, N, 50), category: (B,) -> (B, N, 50) with other categories' parts at -inf."""
-    batch = V.batch_size(logits, 3, category)
-    n = logits.shape[1] if isinstance(logits, torch.Tensor) and logits.dim() == 3 else 0
-    V.check_shape("logits", logits, (batch, n, NUM_PARTS), f"(B, N, {NUM_PARTS})")
-    V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
-    allowed = PART_MASK.to(logits.device)[category].unsqueeze(1)  # (B, 1, 50)
-    return logits.masked_fill(~allowed, float("-inf"))
-
-
-def shape_ious(pred: torch.Tensor, part: torch.Tensor, category: torch.Tensor) -> torch.Tensor:
-    """Per-shape IoU averaged over the category's parts (absent from both = 1).
-
-    Args:
-        pred: (B, N) int64 predicted global part ids.
-        part: (B, N) int64 true global part ids, -1 at padded points (ignored).
-        category: (B,) int64 category ids.
-
-    Returns:
-        (B,) float64 IoU of each shape.
-
-    Raises:
-        ValueError / TypeError naming the argument: shapes that disagree, ids out of range
-        (a predicted id outside ``[0, 50)`` too, also at padded points), other dtypes.
-    """
-    check_part_labels(part, category)
-    V.check_ids("pred", pred, tuple(part.shape), "(B, N)", high=NUM_PARTS)
-    batch = part.shape[0]
-    valid = part >= 0
-    base = torch.arange(batch, device=part.device).unsqueeze(1) * NUM_PARTS
-
-    def count(ids, keep):
-        return torch.bincount((base + ids)[keep], minlength=batch * NUM_PARTS).view(batch, NUM_PARTS)
-
-    inter = count(part, valid & (pred == part)).double()
-    union = count(part, valid).double() + count(pred, valid).double() - inter
-    iou = torch.where(union > 0, inter / union.clamp(min=1), torch.ones_like(union))  # (B, 50)
-    mask = PART_MASK.to(part.device)[category].double()
-    return (iou * mask).sum(1) / mask.sum(1)
-
-
-def shape_ious_naive(pred, part, category) -> list[float]:
-    """Reference (tests only): the same in plain Python loops."""
-    out = []
-    for p_row, t_row, c in zip(pred.tolist(), part.tolist(), category.tolist()):
-        pairs = [(p, t) for p, t in zip(p_row, t_row) if t >= 0]
-        ious = []
-        for q in SHAPENET_PART[c].parts:
-            inter = sum(p == q and t == q for p, t in pairs)
-            union = sum(p == q or t == q for p, t in pairs)
-            ious.append(inter / union if union else 1.0)
-        out.append(sum(ious) / len(ious))
-    return out
-
-
-class PartIoU:
-    """Accumulates per-shape IoUs by category (all reduced across processes)."""
-
-    def __init__(self):
-        self.sums = torch.zeros(len(SHAPENET_PART), dtype=torch.float64)
-        self.counts = torch.zeros(len(SHAPENET_PART), dtype=torch.float64)
-
-    def update(self, ious: torch.Tensor, category: torch.Tensor) -> None:
-        """ious: (B,) per-shape IoUs in [0, 1]; category: (B,) int64 ids in [0, 16)."""
-        batch = V.batch_size(ious, 1, category)
-        V.check_shape("ious", ious, (batch,), "(B,)")
-        V.check_ids("category", category, (batch,), "(B,)", high=len(SHAPENET_PART))
-        if len(ious) and not (0 <= float(ious.min()) and float(ious.max()) <= 1):
-            raise ValueError(f"ious must lie in [0, 1], got values in [{float(ious.min()):g}, "
-                             f"{float(ious.max()):g}]")
-        self.sums.index_add_(0, category.cpu(), ious.cpu().double())
-        self.counts.index_add_(0, category.cpu(), torch.ones(len(category), dtype=torch.float64))
-
-    def all_reduce(self) -> None:
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            both = torch.stack([self.sums, self.counts])
-            torch.distributed.all_reduce(both)
-            self.sums, self.counts = both[0].clone(), both[1].clone()
-
-    def summary(self) -> dict:
-        """``instance_miou``, ``class_miou``, ``per_category`` {name: IoU or None}, ``shapes``."""
-        seen = self.counts > 0
-        per = self.sums / self.counts.clamp(min=1)
-        total = float(self.counts.sum())
-        return {
-            "instance_miou": float(self.sums.sum() / total) if total else float("nan"),
-            "class_miou": float(per[seen].mean()) if bool(seen.any()) else float("nan"),
-            "per_category": {c.name: (float(v) if s else None) for c, v, s in zip(SHAPENET_PART, per, seen)},
-            "shapes_per_category": {c.name: int(n) for c, n in zip(SHAPENET_PART, self.counts)},
-            "samples": int(total),
-        }
-
-
 class PartSegmentationTask:
     """ShapeNetPart part segmentation (``data.dataset: shapenet_part``); see the module docstring.
 
     Args:
-        cfg: the run configuration; ``cfg.task_config()`` gives its :class:`PartSegmentationSettings`.
+        data: the run's ``data.*`` keys (root, points, normals; ``dataset`` must be shapenet_part).
+        seed: seeds the training sampling and augmentation, the test subsets and the votes.
+        settings: the ``task.*`` keys (None: the defaults).
     """
 
     name = "part_segmentation"
     settings = PartSegmentationSettings
     metric = "instance_miou"
     mode = "max"
+    datasets = ("shapenet_part",)
+    eval_options = ("votes",)
+    figures = ("segmentation", "viewer")
 
-    def __init__(self, cfg):
-        self.cfg = cfg
-        self.opts = cfg.task_config()
-        check_settings(self.opts)
+    def __init__(self, data, *, seed: int = 0, settings: PartSegmentationSettings | None = None):
+        self.data, self.seed = data, seed
+        self.s = check_settings_type(type(self), data, settings)
+        check_settings(self.s)
         self.categories: list[str] = []
 
     # -- data ------------------------------------------------------------------------------------
     def train_transform(self):
         from ...data import Compose, RandomScale, RandomTranslate
 
-        return Compose([RandomScale(*self.opts.scale, anisotropic=True), RandomTranslate(self.opts.shift)])
+        return Compose([RandomScale(*self.s.scale, anisotropic=True), RandomTranslate(self.s.shift)])
 
     def dataset(self, split: str, *, train: bool):
         """ShapeNetPart ``split``; ``train`` turns on random sampling order and augmentation (test
         sets take a seeded random subset of ``data.num_points`` points per shape)."""
         from ...data import LayoutNotFoundError, ShapeNetPart
 
-        d = self.cfg.data
-        if d.dataset != "shapenet_part":
-            raise ValueError(f"data.dataset must be 'shapenet_part' for part segmentation, got {d.dataset!r}")
+        d = self.data
+        check_dataset(self.name, self.datasets, d.dataset)
         try:
-            ds = ShapeNetPart(d.root, split, categories=list(self.opts.categories) or None,
+            ds = ShapeNetPart(d.root, split, categories=list(self.s.categories) or None,
                               num_points=d.num_points, sampling=d.sampling if train else "random",
-                              transform=self.train_transform() if train else None, seed=self.cfg.seed,
-                              use_normals=d.use_normals, layout=self.opts.layout or None,
-                              undersized=self.opts.undersized)
+                              transform=self.train_transform() if train else None, seed=self.seed,
+                              use_normals=d.use_normals, layout=self.s.layout or None,
+                              undersized=self.s.undersized)
         except LayoutNotFoundError as err:
             raise missing_dataset(err, d.root) from None
         self.categories = [SHAPENET_PART[i].name for i in ds.category_ids]
@@ -227,12 +104,12 @@ class PartSegmentationTask:
 
     def model_args(self) -> dict:
         return {"num_parts": NUM_PARTS, "num_categories": len(SHAPENET_PART),
-                "in_channels": 3 if self.cfg.data.use_normals else 0}
+                "in_channels": 3 if self.data.use_normals else 0}
 
     # -- steps -----------------------------------------------------------------------------------
     def _inputs(self, batch: dict, device):
         pos = batch["pos"].to(device, non_blocking=True)
-        features = batch["normal"].to(device, non_blocking=True) if self.cfg.data.use_normals else None
+        features = batch["normal"].to(device, non_blocking=True) if self.data.use_normals else None
         return pos, batch["category"].to(device, non_blocking=True), features
 
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
@@ -248,20 +125,20 @@ class PartSegmentationTask:
         return loss, {"accuracy": float(accuracy)}
 
     def _vote(self, pos: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-        lo, hi = self.opts.scale
+        lo, hi = self.s.scale
         scale = torch.rand(pos.shape[0], 1, 3, generator=gen) * (hi - lo) + lo
-        shift = (torch.rand(pos.shape[0], 1, 3, generator=gen) * 2 - 1) * self.opts.shift
+        shift = (torch.rand(pos.shape[0], 1, 3, generator=gen) * 2 - 1) * self.s.shift
         return pos * scale.to(pos) + shift.to(pos)
 
     @torch.no_grad()
     def evaluate(self, model, loader, device, *, autocast=contextlib.nullcontext,
                  votes: int | None = None) -> dict:
         """mIoU over ``loader`` (restricted logits; with votes > 1 the softmax is averaged over
-        the shape and ``votes - 1`` scaled + shifted copies, seeded by ``cfg.seed``)."""
+        the shape and ``votes - 1`` scaled + shifted copies, seeded by ``seed``)."""
         was_training = model.training
         model.eval()
-        votes = self.opts.votes if votes is None else votes
-        gen = torch.Generator().manual_seed(self.cfg.seed)
+        votes = self.s.votes if votes is None else votes
+        gen = torch.Generator().manual_seed(self.seed)
         meter = PartIoU()
         for batch in loader:
             pos, category, features = self._inputs(batch, device)
@@ -287,7 +164,8 @@ class PartSegmentationTask:
             raise ValueError(f"{where} was trained on categories {saved}, "
                              f"the data now holds {self.categories}")
 
-    def summary(self, metrics: dict) -> str:
+    @staticmethod
+    def summary(metrics: dict) -> str:
         return (f"test instance mIoU {metrics['instance_miou']:.3f} (class mIoU {metrics['class_miou']:.3f}, "
                 f"{metrics['samples']} shapes)")
 
@@ -302,7 +180,7 @@ class PartSegmentationTask:
                  "| category | shapes | mIoU |", "|---|---:|---:|"]
         lines += [f"| {name} | {count} | {iou:.4f} |" for name, iou, count in rows]
         if rows:
-            _plot_categories(rows, Path(out) / "part_iou.png")
+            plot_part_ious(rows, Path(out) / "part_iou.png")
             lines += ["", "![per-category IoU](part_iou.png)"]
         return lines
 
@@ -310,17 +188,3 @@ class PartSegmentationTask:
         return {"loss": ["train_loss"],
                 "mIoU / accuracy": ["train_accuracy", "test_instance_miou", "test_class_miou"]}
 
-
-def _plot_categories(rows, path: Path) -> None:
-    from ..plots import _pyplot
-
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(rows) + 1), 3.5))
-    ax.bar([r[0] for r in rows], [r[1] for r in rows], color="tab:blue")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("mIoU")
-    ax.tick_params(axis="x", rotation=60)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

@@ -5,15 +5,10 @@ layout; part labels give the capsule part purity), ShapeNetCore (PLY or ShapeNet
 layouts) and a folder of the user's own shapes (``data.dataset=folder``); every cloud is
 centred and scaled into the unit sphere.
 
-Loss and ``chamfer`` metric: the 3D-PointCapsNet / pytorch3d Chamfer distance, squared
-Euclidean distances to the nearest neighbour averaged over each cloud's points, the two
-directions summed (units: squared unit-sphere radii). Reports show it x 1e-3.
-``fscore``: the F-score at ``task.fscore_threshold`` (plain Euclidean distance, unit-sphere
-radii): the harmonic mean of the share of decoded points within the threshold of an input
-point (precision) and the share of input points within it of a decoded point (recall).
-``purity`` (part-labelled data): each decoded point takes the part of its nearest input point;
-a capsule's purity is the share of its points in its majority part; averaged over capsules
-(that decoded any point) and shapes.
+Loss and ``chamfer`` metric: the 3D-PointCapsNet / pytorch3d Chamfer distance (units: squared
+unit-sphere radii; reports show it x 1e-3); ``fscore``: the F-score at ``task.fscore_threshold``
+(unit-sphere radii); ``purity`` (part-labelled data): the capsule part purity. Their definitions
+and code: ``engine/metrics/reconstruction.py`` and ``engine/metrics/purity.py``.
 
 BatchNorm statistics ("precise BN", Wu & Johnson 2021, *Rethinking "Batch" in BatchNorm*):
 the running averages BatchNorm keeps during training (momentum 0.1) mix statistics of many
@@ -39,17 +34,24 @@ from pathlib import Path
 
 import torch
 
+from ...data import NUM_PARTS, SHAPENET_PART
 from ...ops import chamfer_distance
-from ..metrics import capsule_purity, capsule_purity_naive, reconstruction_scores
+from ..metrics import (
+    PurityMeter,
+    ReconstructionMeter,
+    capsule_purity,
+    capsule_purity_naive,
+    reconstruction_scores,
+)
+from ..plots import plot_reconstructions
 from ..precise_bn import recalibrate_batchnorm
-from .base import missing_dataset
+from .base import check_dataset, check_settings_type, missing_dataset
 
-# the metric functions live in engine/metrics.py; they are re-exported here, where the viewer,
+# the metric functions live in engine/metrics/; they are re-exported here, where the viewer,
 # the benchmarks and their users first imported them
 __all__ = ["ReconstructionSettings", "ReconstructionTask", "capsule_purity", "capsule_purity_naive",
            "reconstruction_scores"]
 
-DATASETS = ("modelnet40", "modelnet10", "shapenet_part", "shapenet_core", "folder")
 AUGMENTATIONS = ("none", "rotate_up")
 
 
@@ -67,17 +69,21 @@ class ReconstructionTask:
     """Autoencoding point clouds; see the module docstring for data, loss and metrics.
 
     Args:
-        cfg: the run configuration (``data.*``: dataset, root, points, batch sizes;
-            ``cfg.task_config()``: :class:`ReconstructionSettings`).
+        data: the run's ``data.*`` keys (dataset, root, points, batch size of precise BN).
+        seed: seeds the training sampling, augmentation and the precise-BN batches.
+        settings: the ``task.*`` keys (None: the defaults).
     """
 
     name = "reconstruction"
     settings = ReconstructionSettings
     metric = "chamfer"
     mode = "min"
+    datasets = ("shapenet_part", "modelnet40", "modelnet10", "shapenet_core", "folder")
+    eval_options = ()
+    figures = ("capsules", "viewer")
 
-    def __init__(self, cfg):
-        s = cfg.task_config()
+    def __init__(self, data, *, seed: int = 0, settings: ReconstructionSettings | None = None):
+        s = check_settings_type(type(self), data, settings)
         if s.augment not in AUGMENTATIONS:
             raise ValueError(f"task.augment must be one of {list(AUGMENTATIONS)}, got {s.augment!r}")
         if not s.fscore_threshold > 0:
@@ -88,7 +94,7 @@ class ReconstructionTask:
             raise ValueError(f"task.examples must be >= 0, got {s.examples}")
         if isinstance(s.bn_batches, bool) or not isinstance(s.bn_batches, int) or s.bn_batches < 0:
             raise ValueError(f"task.bn_batches must be an integer >= 0, got {s.bn_batches!r}")
-        self.cfg, self.s = cfg, s
+        self.data, self.seed, self.s = data, seed, s
         self.category_names: list[str] = []
         self.has_parts = False
         self._examples: list[dict] = []
@@ -113,11 +119,9 @@ class ReconstructionTask:
         from ...data import LayoutNotFoundError, ModelNet10, ModelNet40, ShapeNetCore, ShapeNetPart
         from ...data.datasets.folder import ShapeFolder
 
-        d = self.cfg.data
-        if d.dataset not in DATASETS:
-            raise ValueError(f"data.dataset must be one of {list(DATASETS)} for reconstruction, "
-                             f"got {d.dataset!r}")
-        common = {"num_points": d.num_points, "transform": self.transform(train), "seed": self.cfg.seed}
+        d = self.data
+        check_dataset(self.name, self.datasets, d.dataset)
+        common = {"num_points": d.num_points, "transform": self.transform(train), "seed": self.seed}
         try:
             if d.dataset.startswith("modelnet"):
                 cls = ModelNet40 if d.dataset == "modelnet40" else ModelNet10
@@ -131,7 +135,7 @@ class ReconstructionTask:
                 cls = ShapeNetPart if d.dataset == "shapenet_part" else ShapeNetCore
                 ds = cls(d.root, split, sampling="random", undersized=self.s.undersized, **common)
                 self.category_names = (list(ds.category_names) if cls is ShapeNetCore
-                                       else [c.name for c in _part_categories()])
+                                       else [c.name for c in SHAPENET_PART])
         except (LayoutNotFoundError, ValueError) as err:
             # ShapeNetCore re-raises a missing ShapeNetPart layout as a plain ValueError
             if not any(isinstance(e, LayoutNotFoundError) for e in (err, err.__context__)):
@@ -161,13 +165,11 @@ class ReconstructionTask:
         Recomputes the BatchNorm statistics first when the training split is open (module doc)."""
         if self._train_set is not None and self.s.bn_batches > 0:
             recalibrate_batchnorm(model, self._train_set, batches=self.s.bn_batches,
-                                  batch_size=self.cfg.data.batch_size, seed=self.cfg.seed, device=device,
+                                  batch_size=self.data.batch_size, seed=self.seed, device=device,
                                   autocast=autocast)
         model.eval()
-        k = len(self.category_names)
-        sums = torch.zeros(k, 3, dtype=torch.float64)  # per category: chamfer, fscore, shapes
-        purity = torch.zeros(2, dtype=torch.float64)  # sum of shape purities, shapes
-        table = None  # (L, parts) decoded points of each capsule in each part
+        scores = ReconstructionMeter(self.category_names, threshold=self.s.fscore_threshold)
+        purity = PurityMeter() if self.has_parts else None
         shapes, seen = [], 0  # only the best and worst task.examples shapes are kept
         for batch in loader:
             pos = batch["pos"].to(device)
@@ -175,13 +177,10 @@ class ReconstructionTask:
                 out = model(pos)
             points = out["points"].float()
             cd, fs = reconstruction_scores(points, pos.float(), threshold=self.s.fscore_threshold)
-            cat = batch["category"] if "category" in batch else batch["label"]
-            sums.index_add_(0, cat, torch.stack([cd.cpu(), fs.cpu(), torch.ones_like(cd.cpu())], 1).double())
-            if self.has_parts:
-                shape_purity, counts = capsule_purity(points, pos.float(), batch["part"].to(device),
-                                                      out["capsule_index"], num_parts=_num_parts())
-                purity += torch.tensor([shape_purity.sum().item(), len(shape_purity)], dtype=torch.float64)
-                table = counts.sum(0) if table is None else table + counts.sum(0)
+            scores.update(cd, fs, batch["category"] if "category" in batch else batch["label"])
+            if purity is not None:
+                part, caps = batch["part"].to(device), out["capsule_index"]
+                purity.update(*capsule_purity(points, pos.float(), part, caps, num_parts=NUM_PARTS))
             index = out["capsule_index"].cpu()
             shapes += [{"cd": float(c), "input": p.cpu().numpy(), "output": q.cpu().numpy(), "index": index}
                        for c, p, q in zip(cd, pos, points)]
@@ -189,28 +188,15 @@ class ReconstructionTask:
             shapes.sort(key=lambda e: e["cd"])
             if len(shapes) > 2 * self.s.examples:
                 shapes = shapes[:self.s.examples] + shapes[len(shapes) - self.s.examples:]
-        sums, purity = _all_reduce(sums), _all_reduce(purity)
+        scores.all_reduce()
         model.train()
         n = min(self.s.examples, seen // 2)
         self._examples = [dict(e, kind="best") for e in shapes[:n]] + \
                          [dict(e, kind="worst") for e in shapes[::-1][:n]]
-        return self._metrics(sums, purity, table)
-
-    def _metrics(self, sums, purity, table) -> dict:
-        total = sums.sum(0)
-        count = max(1.0, float(total[2]))
-        per_cat = {name: (float(sums[i, 0] / sums[i, 2]) if sums[i, 2] > 0 else None)
-                   for i, name in enumerate(self.category_names)}
-        metrics = {"chamfer": float(total[0] / count), "fscore": float(total[1] / count),
-                   "fscore_threshold": self.s.fscore_threshold, "per_category_chamfer": per_cat,
-                   "samples": int(total[2]),
-                   "chamfer_units": "squared Euclidean, unit-sphere radii; mean per direction, summed"}
-        if self.has_parts:
-            metrics["purity"] = float(purity[0] / max(1.0, float(purity[1])))
-            used = table.sum(0) > 0
-            metrics["capsule_parts"] = {"parts": torch.nonzero(used).flatten().tolist(),
-                                        "counts": table[:, used].tolist()}
-        return metrics
+        if purity is None:
+            return scores.summary()
+        purity.all_reduce()
+        return {**scores.summary(), **purity.summary()}
 
     # --- records --------------------------------------------------------------------------
 
@@ -222,7 +208,8 @@ class ReconstructionTask:
         if not isinstance(state.get("category_names", []), list):
             raise ValueError(f"{where}: reconstruction state must hold a list 'category_names'")
 
-    def summary(self, metrics: dict) -> str:
+    @staticmethod
+    def summary(metrics: dict) -> str:
         text = (f"test Chamfer distance {metrics['chamfer'] * 1e3:.3f} x 1e-3 (squared L2), "
                 f"F-score@{metrics['fscore_threshold']:g} {metrics['fscore']:.3f}")
         if "purity" in metrics:
@@ -242,49 +229,10 @@ class ReconstructionTask:
             lines.append(f"- capsule part purity {metrics['purity']:.3f} (decoded points take the part of "
                          "their nearest input point)")
         if self._examples:
-            _draw_examples(self._examples, Path(out) / "reconstructions.png")
+            plot_reconstructions(self._examples, Path(out) / "reconstructions.png")
             lines += ["", "Best and worst reconstructions (input left, output right, coloured by capsule):",
                       "", "![reconstructions](reconstructions.png)"]
         rows = [f"| {name} | {'n/a' if v is None else f'{v * 1e3:.3f}'} |"
                 for name, v in metrics["per_category_chamfer"].items() if v is not None]
         return [*lines, "", "| category | Chamfer x 1e-3 |", "|---|---:|", *rows]
-
-
-def _part_categories():
-    from ...data import SHAPENET_PART
-
-    return SHAPENET_PART
-
-
-def _num_parts() -> int:
-    return max(max(c.parts) for c in _part_categories()) + 1
-
-
-def _all_reduce(t: torch.Tensor) -> torch.Tensor:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        t = t.clone()
-        torch.distributed.all_reduce(t)
-    return t
-
-
-def _draw_examples(examples: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(6, 3 * len(examples)))
-    for row, ex in enumerate(examples):
-        for col, (cloud, style) in enumerate([(ex["input"], {"c": "0.4"}),
-                                              (ex["output"], {"c": ex["index"].numpy(), "cmap": "tab20"})]):
-            ax = fig.add_subplot(len(examples), 2, 2 * row + col + 1, projection="3d")
-            ax.scatter(cloud[:, 0], cloud[:, 2], cloud[:, 1], s=1, **style)
-            for axis in (ax.set_xlim, ax.set_ylim, ax.set_zlim):  # the same unit-sphere box for both
-                axis(-1, 1)
-            ax.set_axis_off()
-            ax.set_title(f"{ex['kind']}: CD {ex['cd'] * 1e3:.2f}e-3" if col == 0 else "reconstruction",
-                         fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
 

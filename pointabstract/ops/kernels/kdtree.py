@@ -12,15 +12,19 @@ distance, so ties resolve to the lowest index exactly as the brute-force referen
 Squared distances are ``dx*dx + dy*dy + dz*dz`` in the input dtype, the reference's order.
 Missing neighbours (a cloud shorter than k, an empty ball) are ``idx = -1``, ``dist2 = inf``.
 
-One file on purpose (about 440 lines): the build and the two queries are one data structure,
+One file on purpose (about 470 lines): the build and the two queries are one data structure,
 written against the same flat node layout and stack bounds above, and neither half can be read
 or changed without the other.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
+
+__all__ = ["KDTrees", "allocate_trees", "build", "build_par", "max_nodes", "query_par", "query_ser"]
 
 _STACK = 128  # DFS stacks: a query's grows by one entry per tree level
 _MAX_DEPTH = _STACK - 8  # deeper nodes stay leaves (median splits reach log2(N / leaf))
@@ -341,27 +345,41 @@ def _ball_one(qx, qy, qz, tree, r2, k, dk, ik, nstack):
 _CHUNK = 128  # queries per work item
 
 
-@njit(cache=True)
-def _build_cloud(ref, ref_len, leaf, trees, b):
-    perm, lo_, hi_, dim_, val_, left, tx, ty, tz = trees
-    build(ref[b], ref_len[b], leaf, perm[b], lo_[b], hi_[b], dim_[b], val_[b], left[b],
-          tx[b], ty[b], tz[b])
+class KDTrees(NamedTuple):
+    """The flat arrays of a batch of trees, one row per cloud (``allocate_trees``); inside the
+    kernels also one cloud's rows (``_cloud_tree``). ``nodes`` = :func:`max_nodes`."""
 
-
-@njit(cache=True)
-def _build_cloud_par(ref, ref_len, leaf, trees, b):
-    perm, lo_, hi_, dim_, val_, left, tx, ty, tz = trees
-    build_par(ref[b], ref_len[b], leaf, perm[b], lo_[b], hi_[b], dim_[b], val_[b], left[b],
-              tx[b], ty[b], tz[b])
-
-
-_BIG = 16384  # clouds this large, in batches smaller than 4, build their trees in parallel
+    perm: np.ndarray  # (B, N) int64: point index at each tree position
+    lo: np.ndarray  # (B, nodes) int64: a node's first tree position
+    hi: np.ndarray  # (B, nodes) int64: one past its last
+    dim: np.ndarray  # (B, nodes) int64: split axis 0..2; 3 on a leaf of identical points
+    val: np.ndarray  # (B, nodes) point dtype: split value
+    left: np.ndarray  # (B, nodes) int64: left child (the right one is left + 1); -1 leaf, -2 unused
+    tx: np.ndarray  # (B, N) point dtype: x of the points in tree order
+    ty: np.ndarray  # (B, N): y
+    tz: np.ndarray  # (B, N): z
 
 
 @njit(cache=True)
 def _cloud_tree(trees, b):
-    perm, lo_, hi_, dim_, val_, left, tx, ty, tz = trees
-    return (perm[b], lo_[b], hi_[b], dim_[b], val_[b], left[b], tx[b], ty[b], tz[b])
+    """Cloud ``b``'s rows of a :class:`KDTrees`."""
+    return KDTrees(trees.perm[b], trees.lo[b], trees.hi[b], trees.dim[b], trees.val[b], trees.left[b],
+                   trees.tx[b], trees.ty[b], trees.tz[b])
+
+
+@njit(cache=True)
+def _build_cloud(ref, ref_len, leaf, trees, b):
+    t = _cloud_tree(trees, b)
+    build(ref[b], ref_len[b], leaf, t.perm, t.lo, t.hi, t.dim, t.val, t.left, t.tx, t.ty, t.tz)
+
+
+@njit(cache=True)
+def _build_cloud_par(ref, ref_len, leaf, trees, b):
+    t = _cloud_tree(trees, b)
+    build_par(ref[b], ref_len[b], leaf, t.perm, t.lo, t.hi, t.dim, t.val, t.left, t.tx, t.ty, t.tz)
+
+
+_BIG = 16384  # clouds this large, in batches smaller than 4, build their trees in parallel
 
 
 @njit(cache=True)
@@ -388,7 +406,7 @@ def _answer_chunk(query, query_len, trees, self_query, mode, k, r2, dist, idx, i
     """
     b, start = item[0], item[1]
     tree = _cloud_tree(trees, b)
-    perm, tx, ty, tz = tree[0], tree[6], tree[7], tree[8]
+    perm, tx, ty, tz = tree.perm, tree.tx, tree.ty, tree.tz
     dk = np.empty(k, dist.dtype)
     ik = np.empty(k, np.int64)
     nstack = np.empty(_STACK, np.int64)
@@ -410,7 +428,7 @@ def _answer_chunk(query, query_len, trees, self_query, mode, k, r2, dist, idx, i
 def query_par(query, query_len, ref, ref_len, leaf, self_query, mode, k, r2, trees, dist, idx):
     """Build every cloud's tree, then answer all queries; ``dist``/``idx`` (B, M, K) in place.
 
-    ``trees`` holds preallocated per-cloud arrays (see ``allocate_trees``).
+    ``trees``: the preallocated :class:`KDTrees` of ``allocate_trees``.
     """
     if ref.shape[0] < 4 and ref.shape[1] >= _BIG:
         for b in range(ref.shape[0]):
@@ -433,11 +451,12 @@ def query_ser(query, query_len, ref, ref_len, leaf, self_query, mode, k, r2, tre
         _answer_chunk(query, query_len, trees, self_query, mode, k, r2, dist, idx, items[i])
 
 
-def allocate_trees(batch: int, n: int, leaf: int, dtype) -> tuple:
-    """Per-cloud tree arrays for ``batch`` clouds of up to ``n`` points."""
+def allocate_trees(batch: int, n: int, leaf: int, dtype) -> KDTrees:
+    """Uninitialised tree arrays for ``batch`` clouds of up to ``n`` points of ``dtype``."""
     nodes = max_nodes(n, leaf)
     i64 = np.int64
-    return (np.empty((batch, n), i64), np.empty((batch, nodes), i64), np.empty((batch, nodes), i64),
-            np.empty((batch, nodes), i64), np.empty((batch, nodes), dtype),
-            np.empty((batch, nodes), i64), np.empty((batch, n), dtype),
-            np.empty((batch, n), dtype), np.empty((batch, n), dtype))
+    return KDTrees(perm=np.empty((batch, n), i64), lo=np.empty((batch, nodes), i64),
+                   hi=np.empty((batch, nodes), i64), dim=np.empty((batch, nodes), i64),
+                   val=np.empty((batch, nodes), dtype), left=np.empty((batch, nodes), i64),
+                   tx=np.empty((batch, n), dtype), ty=np.empty((batch, n), dtype),
+                   tz=np.empty((batch, n), dtype))

@@ -20,7 +20,7 @@ __all__ = ["compile_kernels"]
 
 def _ops(generator: torch.Generator) -> None:
     from .. import ball_query, farthest_point_sample, knn
-    from . import neighbour, run
+    from . import neighbour_attention, run
 
     pos = torch.rand(4, 1024, 3, generator=generator)
     feats = torch.rand(4, 1024, 16, generator=generator)
@@ -34,11 +34,12 @@ def _ops(generator: torch.Generator) -> None:
     kv = rng.standard_normal((4, 1024, 64), dtype=np.float32)
     idx = rng.integers(0, 1024, (4, 256, 16))
     w = rng.standard_normal((4, 256, 16, 4), dtype=np.float32)
-    run(neighbour.dot_forward, neighbour.dot_forward_ser, q, kv, idx, np.empty((4, 256, 16, 4), np.float32))
-    run(neighbour.sum_forward, neighbour.sum_forward_ser, w, kv, idx, np.empty_like(q))
+    kernel = neighbour_attention
+    run(kernel.dot_forward, kernel.dot_forward_ser, q, kv, idx, np.empty((4, 256, 16, 4), np.float32))
+    run(kernel.sum_forward, kernel.sum_forward_ser, w, kv, idx, np.empty_like(q))
     grad_kv = np.zeros_like(kv)
-    run(neighbour.dot_backward, neighbour.dot_backward_ser, w, q, kv, idx, np.empty_like(q), grad_kv)
-    run(neighbour.sum_backward, neighbour.sum_backward_ser, q, w, kv, idx, np.empty_like(w), grad_kv)
+    run(kernel.dot_backward, kernel.dot_backward_ser, w, q, kv, idx, np.empty_like(q), grad_kv)
+    run(kernel.sum_backward, kernel.sum_backward_ser, q, w, kv, idx, np.empty_like(w), grad_kv)
 
 
 def compile_kernels() -> float:

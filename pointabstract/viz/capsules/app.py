@@ -9,6 +9,7 @@ changes only through :meth:`~CapsuleViewerState.press`.
 
 from __future__ import annotations
 
+from ... import _validate as V
 from ..core.panel_titles import capsule_titles
 from ..core.window import WINDOW_KEYS
 from .scenes import COLORINGS, LAYOUTS, CapsuleScene, FramedCamera, capsule_scene, shared_camera
@@ -47,11 +48,8 @@ class CapsuleViewerState:
                  coloring: str | None = None, layout: str | None = None):
         coloring = "capsule" if coloring is None else coloring
         layout = "side_by_side" if layout is None else layout
-        if coloring not in COLORINGS:
-            raise ValueError(f"coloring must be one of {list(COLORINGS)} for an autoencoder, "
-                             f"got {coloring!r}")
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {list(LAYOUTS)} for an autoencoder, got {layout!r}")
+        V.check_choice("coloring", coloring, COLORINGS, note=" for an autoencoder")
+        V.check_choice("layout", layout, LAYOUTS, note=" for an autoencoder")
         self.session, self.coloring, self.layout = session, coloring, layout
         self._load(index)
         if coloring == "parts" and self.sample.part is None:
@@ -76,8 +74,7 @@ class CapsuleViewerState:
                    "C": self._next_coloring,
                    "V": lambda: setattr(self, "layout",
                                         LAYOUTS[(LAYOUTS.index(self.layout) + 1) % len(LAYOUTS)])}
-        if key not in actions:
-            raise ValueError(f"key must be one of {sorted(actions)}, got {key!r}")
+        V.check_choice("key", key, sorted(actions))
         actions[key]()
         return self.status()
 

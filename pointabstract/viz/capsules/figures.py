@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from ..core.colors import GREY
 from ..core.figure_compose import compose_figure
 from ..core.geometry import point_cloud
@@ -65,8 +66,7 @@ def capsule_figure(checkpoints, out_png: str | Path, *, data_root: str | Path | 
         raise ValueError("checkpoints must name at least one autoencoder checkpoint")
     if isinstance(indices, (int, np.integer)) or len(indices) == 0:
         raise ValueError(f"indices must be a non-empty list of sample indices, got {indices!r}")
-    if isinstance(max_capsules, bool) or not isinstance(max_capsules, int) or max_capsules < 1:
-        raise ValueError(f"max_capsules must be a positive int, got {max_capsules!r}")
+    V.check_int("max_capsules", max_capsules, low=1)
     first = _session(items[0], data_root=data_root, split=split, device=device)
     sessions = [first] + [_session(c, data_root=first.config.data.root, split=split, device=device)
                           for c in items[1:]]

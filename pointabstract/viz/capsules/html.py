@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ... import _validate as V
 from ..core.colors import GREY, HIGHLIGHT, class_palette
 from ..core.html import encode_array, rgb8, write_page
 from .scenes import COLORINGS, LAYOUTS, capsule_colors
@@ -63,10 +64,8 @@ def capsule_data(session: CapsuleSession, indices: Sequence[int], *, capsule: in
     """
     coloring = "capsule" if coloring is None else coloring
     layout = "side_by_side" if layout is None else layout
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {list(LAYOUTS)} for an autoencoder, got {layout!r}")
-    if coloring not in COLORINGS:
-        raise ValueError(f"coloring must be one of {list(COLORINGS)} for an autoencoder, got {coloring!r}")
+    V.check_choice("layout", layout, LAYOUTS, note=" for an autoencoder")
+    V.check_choice("coloring", coloring, COLORINGS, note=" for an autoencoder")
     samples = [session.sample(int(i)) for i in indices]
     if coloring == "parts" and samples[0].part is None:
         raise ValueError("coloring 'parts' needs per-point part labels (data.dataset=shapenet_part), "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ... import _validate as V
 from ..core.colors import GREY, HIGHLIGHT, class_palette, part_palette
 from ..core.geometry import point_cloud
 from ..core.render import Camera
@@ -68,8 +69,7 @@ def capsule_colors(sample: CapsuleSample, coloring: str, capsule: int = 0) -> tu
     Returns:
         input colours (N, 3) and reconstruction colours (N_out, 3), float64 in [0, 1].
     """
-    if coloring not in COLORINGS:
-        raise ValueError(f"coloring must be one of {list(COLORINGS)}, got {coloring!r}")
+    V.check_choice("coloring", coloring, COLORINGS)
     capsule = sample.check_capsule(capsule)
     n, m = sample.pos.shape[0], sample.points.shape[0]
     if coloring == "capsule":
@@ -115,10 +115,8 @@ def capsule_scene(sample: CapsuleSample, *, coloring: str = "capsule", capsule: 
     Returns:
         A :class:`CapsuleScene`.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
-    if not gap >= 0:
-        raise ValueError(f"gap must be >= 0, got {gap}")
+    V.check_choice("layout", layout, LAYOUTS)
+    V.check_float("gap", gap, low=0.0)
     inp, out = capsule_colors(sample, coloring, capsule)
     pos, points = sample.pos.double().numpy(), sample.points.double().numpy()
     shift = np.zeros(3)

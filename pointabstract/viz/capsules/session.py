@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
 from ...engine.config import RunConfig
 from ...engine.tasks.reconstruction import capsule_purity, reconstruction_scores
@@ -65,11 +66,8 @@ class CapsuleSample:
         return np.flatnonzero(self.capsule_index == capsule)
 
     def check_capsule(self, capsule) -> int:
-        if isinstance(capsule, bool) or not isinstance(capsule, (int, np.integer)) or \
-                not 0 <= capsule < self.num_capsules:
-            raise ValueError(f"capsule must be an int in [0, {self.num_capsules}) (this model has "
-                             f"{self.num_capsules} latent capsules), got {capsule!r}")
-        return int(capsule)
+        return V.check_int_in("capsule", capsule, 0, self.num_capsules - 1,
+                              note=f" (this model has {self.num_capsules} latent capsules)")
 
     def part_groups(self) -> dict[int, list[int]]:
         """Majority part -> its capsules (ascending), parts in ascending id; {} without part labels.

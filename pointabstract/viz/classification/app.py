@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _validate as V
 from ...ops import farthest_point_sample, knn
 from ..core.colors import (
     GREY,
@@ -69,12 +70,9 @@ class ViewerState:
 
     def __init__(self, session: ViewSession, *, index: int = 0, block: int | None = None,
                  k: int | None = None, coloring: str = "neighbours", layout: str = "side_by_side"):
-        if coloring not in COLORINGS:
-            raise ValueError(f"coloring must be one of {list(COLORINGS)}, got {coloring!r}")
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"k must be a positive int or None, got {k!r}")
+        V.check_choice("coloring", coloring, COLORINGS)
+        V.check_choice("layout", layout, LAYOUTS)
+        V.check_int("k", k, low=1, allow_none=True)
         self.session, self.coloring, self.layout, self.k_wanted = session, coloring, layout, k
         self.messages: list[str] = []
         self._load(index)
@@ -82,8 +80,8 @@ class ViewerState:
             needs = "per-point part" if coloring == "part" else "true class"
             raise ValueError(f"coloring {coloring!r} needs {needs} labels, which this dataset does not have")
         nblocks = len(self.sample.blocks)
-        if block is not None and not -nblocks <= block < nblocks:
-            raise ValueError(f"block must be in [0, {nblocks}) for this model, got {block}")
+        if block is not None:
+            V.check_int_in("block", block, -nblocks, nblocks - 1, note=" for this model")
         self._set_block(self.sample.default_block if block is None else block % nblocks)
 
     @classmethod
@@ -107,15 +105,13 @@ class ViewerState:
                    "left": lambda: self._load((self.index - 1) % len(self.session), keep_block=True),
                    "C": self._next_coloring,
                    "V": lambda: setattr(self, "layout", LAYOUTS[(LAYOUTS.index(self.layout) + 1) % 3])}
-        if key not in actions:
-            raise ValueError(f"key must be one of {sorted(actions)}, got {key!r}")
+        V.check_choice("key", key, sorted(actions))
         actions[key]()
         return self.status()
 
     def set_query(self, query: int) -> str:
         m = self.points()[0].shape[0]
-        if not 0 <= query < m:
-            raise ValueError(f"query must be in [0, {m}), got {query}")
+        V.check_int_in("query", query, 0, m - 1)
         self.query = int(query)
         return self.status()
 
@@ -165,8 +161,7 @@ class ViewerState:
     def scene(self, *, point_size: float = 7.0, layout: str | None = None) -> NeighbourhoodScene:
         """The scene shown; ``layout`` overrides the state's layout (e.g. one panel of it)."""
         layout = self.layout if layout is None else layout
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+        V.check_choice("layout", layout, LAYOUTS)
         pos, feats = self.points()
         base, xyz_base, legend = self._base_colors(pos, feats)
         context = self.sample.pos if pos.shape[0] < self.sample.pos.shape[0] else None

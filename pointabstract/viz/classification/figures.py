@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ... import _validate as V
 from ...ops import farthest_point_sample
 from ..core.colors import part_palette
 from ..core.figure_compose import compose_figure
@@ -37,7 +38,7 @@ def pick_queries(pos: torch.Tensor, count: int) -> list[int]:
 
     pos: (M, 3) -> ``count`` indices into the M points.
     """
-    _check_count(count, pos.shape[0])
+    V.check_int_in("queries", count, 1, pos.shape[0], note=" (or a list of point indices)")
     return farthest_point_sample(pos[None].float(), count)[0].tolist()
 
 
@@ -58,7 +59,7 @@ def contrasting_queries(pos: torch.Tensor, features: torch.Tensor, count: int, k
         ``count`` indices into the M points.
     """
     m = pos.shape[0]
-    _check_count(count, m)
+    V.check_int_in("queries", count, 1, m, note=" (or a list of point indices)")
     overlap = [len(set(feature_knn(features, q, k)) & set(xyz_knn(pos, q, k))) for q in range(m)]
     order = sorted(range(m), key=lambda q: (overlap[q], q))
     chosen, covered = [], set()
@@ -206,8 +207,7 @@ def _row_scenes(sample: SampleView, block: int, queries, k, context: bool):
     m = pos.shape[0]
     kk = default_k(m) if k is None else k
     if isinstance(queries, (int, np.integer)) and not isinstance(queries, bool):
-        if not 1 <= kk <= m:
-            raise ValueError(f"k must be an int in [1, {m}] (the block has {m} points), got {kk!r}")
+        V.check_int_in("k", kk, 1, m, note=f" (the block has {m} points)")
         picked = contrasting_queries(pos, feats, int(queries), kk)
     else:
         picked = [int(q) for q in queries]
@@ -237,8 +237,3 @@ def _panel_title(meta: dict, block: int) -> str:
     space = f"feature space (block {block})" if meta["layout"] == "feature" else "3D space"
     part = "" if meta["same"] is None else f", {meta['same'][0]}/{meta['same'][1]} in its part"
     return f"query {meta['q']}: {space}\n{meta['overlap']}/{meta['k']} shared{part}"
-
-
-def _check_count(count, m: int) -> None:
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= m:
-        raise ValueError(f"queries must be an int in [1, {m}] or a list of point indices, got {count!r}")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from ...ops import knn
 from ..core.colors import CONTEXT, QUERY, contrasting_highlight, part_palette
 from ..core.geometry import float_points
@@ -71,10 +72,8 @@ def classification_data(session: ViewSession, indices: Sequence[int], *, block: 
         "highlight", "k", "m", "query"}]}], ...}``; ``feature_knn[q]`` is
         ``feature_knn(features, q, k)`` of that block.
     """
-    if coloring not in HTML_COLORINGS:
-        raise ValueError(f"coloring must be one of {list(HTML_COLORINGS)} in the page, got {coloring!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    V.check_choice("coloring", coloring, HTML_COLORINGS, note=" in the page")
+    V.check_choice("layout", layout, LAYOUTS)
     shapes, first_block = [], None
     for i in indices:
         state = ViewerState(session, index=int(i), block=block, k=k)
@@ -82,8 +81,7 @@ def classification_data(session: ViewSession, indices: Sequence[int], *, block: 
         shapes.append(_shape(state))
     if query is not None:
         entry = shapes[0]["blocks"][first_block]
-        if not 0 <= query < entry["m"]:
-            raise ValueError(f"query must be in [0, {entry['m']}) (block {first_block}), got {query}")
+        V.check_int_in("query", query, 0, entry["m"] - 1, note=f" (block {first_block})")
         entry["query"] = int(query)
     available = [c for c in HTML_COLORINGS if all(c in b["colors"] for s in shapes for b in s["blocks"])]
     if coloring not in available:
@@ -140,8 +138,7 @@ def all_neighbours(points, k: int) -> np.ndarray:
         exact distance, then index, whatever the batch).
     """
     x = float_points("points", points)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= x.shape[0]:
-        raise ValueError(f"k must be an int in [1, {x.shape[0]}], got {k!r}")
+    V.check_int_in("k", k, 1, x.shape[0])
     _, idx = knn(x[None].clone(), x[None], int(k))  # (1, M, K); a copy: not a self-query
     return idx[0].numpy()
 

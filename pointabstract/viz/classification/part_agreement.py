@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ... import _validate as V
 from ...ops import knn
 
 __all__ = ["block_part_labels", "chance_agreement", "neighbour_agreement", "neighbour_agreement_naive",
@@ -112,10 +113,8 @@ def part_agreement(model: torch.nn.Module, dataset, *, k: int | None = None, max
     """
     from .scenes import default_k
 
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive int or None, got {k!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    V.check_int("k", k, low=1, allow_none=True)
+    V.check_int("batch_size", batch_size, low=1)
     count = len(dataset) if max_shapes is None else min(int(max_shapes), len(dataset))
     if count < 1:
         raise ValueError(f"dataset must hold at least one sample (max_shapes={max_shapes!r}, "
@@ -183,6 +182,5 @@ def _check_points_labels(points, labels, k):
     lab = torch.as_tensor(np.asarray(labels))
     if lab.shape != (x.shape[0],) or lab.is_floating_point():
         raise ValueError(f"labels must be ({x.shape[0]},) integers, got shape {tuple(lab.shape)} {lab.dtype}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= x.shape[0] - 1:
-        raise ValueError(f"k must be an int in [1, {x.shape[0] - 1}] (M - 1 other points), got {k!r}")
+    V.check_int_in("k", k, 1, x.shape[0] - 1, note=" (M - 1 other points)")
     return x, lab

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ... import _validate as V
 from ...ops import knn
 from ..core.colors import CONTEXT, GREY, HIGHLIGHT, QUERY, ScalarLegend
 from ..core.geometry import float_points, point_cloud, rgb_colors
@@ -43,12 +44,10 @@ def block_output(output: dict, block: int, *, batch: int = 0) -> tuple[torch.Ten
     if not blocks:
         raise ValueError("output holds no per-block features: call the model with "
                          "return_features=True (a model that cannot has nothing to show)")
-    if not -len(blocks) <= block < len(blocks):
-        raise ValueError(f"block must be in [0, {len(blocks)}) for this model, got {block}")
+    V.check_int_in("block", block, -len(blocks), len(blocks) - 1, note=" for this model")
     entry = blocks[block]
     pos, feats = entry["pos"], entry["features"]
-    if not 0 <= batch < pos.shape[0]:
-        raise ValueError(f"batch must be in [0, {pos.shape[0]}), got {batch}")
+    V.check_int_in("batch", batch, 0, pos.shape[0] - 1)
     return pos[batch].detach().float().cpu(), feats[batch].detach().float().cpu()
 
 
@@ -64,8 +63,7 @@ def default_block(blocks: list[dict]) -> int:
 def default_k(num_points: int) -> int:
     """The paper's K = 40 neighbours among a block's 128 points (N/8 of 1024), kept in proportion
     for smaller blocks: ``min(40, max(1, round(M * 40 / 128)))``."""
-    if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 1:
-        raise ValueError(f"num_points must be a positive int, got {num_points!r}")
+    V.check_int("num_points", num_points, low=1)
     return int(min(40, max(1, round(num_points * 40 / 128))))
 
 
@@ -81,7 +79,8 @@ def feature_knn(features, query: int, k: int) -> np.ndarray:
         (K,) int64; entries index the M points.
     """
     feats = float_points("features", features)
-    _check_query_k(query, k, feats.shape[0])
+    V.check_int_in("query", query, 0, feats.shape[0] - 1)
+    V.check_int_in("k", k, 1, feats.shape[0], note=f" (the block has {feats.shape[0]} points)")
     _, idx = knn(feats[None, query:query + 1], feats[None], k)  # (1, 1, K)
     return idx[0, 0].numpy()
 
@@ -120,8 +119,7 @@ def query_marker(center, *, radius: float, color=QUERY):
     center = np.asarray(center, dtype=np.float64).reshape(-1)
     if center.shape != (3,) or not np.isfinite(center).all():
         raise ValueError(f"center must be 3 finite coordinates, got {center}")
-    if not radius > 0:
-        raise ValueError(f"radius must be > 0, got {radius}")
+    V.check_positive("radius", radius)
     mesh = o3d.geometry.TriangleMesh.create_sphere(radius=radius, resolution=12)
     mesh.translate(center)
     mesh.paint_uniform_color(rgb_colors("color", color, 1)[0])
@@ -179,10 +177,8 @@ def neighbourhood_scene(pos, features, query: int, *, k: int = 40, layout: str =
     m = pos_t.shape[0]
     if feats.shape[0] != m:
         raise ValueError(f"features must have one row per point of pos ({m}), got {tuple(feats.shape)}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
-    if not gap >= 0:
-        raise ValueError(f"gap must be >= 0, got {gap}")
+    V.check_choice("layout", layout, LAYOUTS)
+    V.check_float("gap", gap, low=0.0)
     ctx = None if context is None else float_points("context", context, channels=3).double().numpy()
     base = (base_colors, base_colors if xyz_base_colors is None else xyz_base_colors)
     f_idx, x_idx = feature_knn(feats, query, k), xyz_knn(pos_t, query, k)
@@ -216,10 +212,3 @@ def _unit(name: str, v) -> np.ndarray:
     if v.shape != (3,) or not np.isfinite(v).all() or np.linalg.norm(v) == 0:
         raise ValueError(f"{name} must be a non-zero 3-vector, got {v}")
     return v / np.linalg.norm(v)
-
-
-def _check_query_k(query: int, k: int, m: int) -> None:
-    if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < m:
-        raise ValueError(f"query must be an int in [0, {m}), got {query!r}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= m:
-        raise ValueError(f"k must be an int in [1, {m}] (the block has {m} points), got {k!r}")

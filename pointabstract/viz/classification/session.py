@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ... import _validate as V
 from ...engine.config import RunConfig
 from ...ops import knn
 from ..core.loading import checked_item, cloud_inputs, restore_run
@@ -42,8 +43,7 @@ class SampleView:
 
     def block(self, block: int) -> tuple[torch.Tensor, torch.Tensor]:
         """pos (M, 3) and features (M, C) of block ``block`` (negative: from the end)."""
-        if not -len(self.blocks) <= block < len(self.blocks):
-            raise ValueError(f"block must be in [0, {len(self.blocks)}) for this model, got {block}")
+        V.check_int_in("block", block, -len(self.blocks), len(self.blocks) - 1, note=" for this model")
         b = self.blocks[block]
         return b["pos"], b["features"]
 

@@ -28,6 +28,7 @@ import subprocess
 
 import numpy as np
 
+from ... import _validate as V
 from .software import splat
 
 __all__ = ["BACKENDS", "RenderError", "SoftwareBackend", "WorkerBackend", "backend_chain", "open_backend",
@@ -88,11 +89,9 @@ class WorkerBackend:
     def __init__(self, name: str, width: int, height: int, *, timeout_s: float, start_timeout_s: float,
                  target=None):
         """``target``: the worker function (default :func:`._worker.worker`; tests pass stand-ins)."""
-        if name not in ("offscreen", "legacy"):
-            raise ValueError(f"name must be 'offscreen' or 'legacy', got {name!r}")
-        for arg, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
-            if not value > 0:
-                raise ValueError(f"{arg} must be > 0 seconds, got {value!r}")
+        V.check_choice("name", name, ("offscreen", "legacy"))
+        V.check_positive("timeout_s", timeout_s)
+        V.check_positive("start_timeout_s", start_timeout_s)
         self.name, self.width, self.height = name, width, height
         self.timeout_s, self.start_timeout_s = float(timeout_s), float(start_timeout_s)
         self.proc = self.conn = None

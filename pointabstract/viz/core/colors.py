@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART, resolve_category
 
 __all__ = ["BACKGROUND", "CONTEXT", "GREY", "HIGHLIGHT", "HIGHLIGHTS", "QUERY", "ScalarLegend",
@@ -70,8 +71,7 @@ def class_palette(num_classes: int) -> np.ndarray:
         20 colours are distinct hues; later ones are darker (rows 20-39) and lighter (40-59)
         variants, then the cycle repeats.
     """
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
+    V.check_int("num_classes", num_classes, low=1)
     rows = []
     for c in range(num_classes):
         base, variant = _BASE[c % 20], (c // 20) % 3

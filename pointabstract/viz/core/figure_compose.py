@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = ["MIN_TITLED", "TITLE_SPACE", "compose_figure", "title_space", "titled_panels_png",
            "titled_row_png"]
 
@@ -159,9 +161,8 @@ def titled_panels_png(panels: Sequence, titles: Sequence[str], path: str | Path,
         raise ValueError(f"panels must be a non-empty list of drawable lists, got {type(panels).__name__}")
     if isinstance(titles, str) or len(titles) != len(panels):
         raise ValueError(f"titles must hold one title per panel ({len(panels)}), got {titles!r}")
-    for name, value in (("width", width), ("height", height)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    V.check_int("width", width, low=1)
+    V.check_int("height", height, low=1)
     bar_width = legend_width(width)  # as render_panels draws it
     panel_w = (width - (0 if legend is None else bar_width)) // len(panels)
     panel_h = height - title_space(titles, [panel_w] * len(panels))

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = ["COMMON_JS", "DATA_ID", "check_out_path", "decode_array", "encode_array", "read_page_data", "rgb8",
            "write_page"]
 
@@ -61,8 +63,7 @@ def encode_array(array, dtype: str) -> dict:
         dtype: ``"f4"`` (float32), ``"u1"`` (uint8), ``"u2"`` (uint16) or ``"i4"`` (int32);
             integers must fit it.
     """
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+    V.check_choice("dtype", dtype, sorted(_DTYPES))
     a = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array)
     if np.issubdtype(a.dtype, np.integer) and a.size:
         info = np.iinfo(_DTYPES[dtype])

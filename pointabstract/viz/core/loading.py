@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ... import _validate as V
 from ...engine.config import RunConfig
 
 __all__ = ["checked_item", "cloud_inputs", "not_shown", "restore_run"]
@@ -26,9 +27,8 @@ def checked_item(session, index: int, *, noun: str = "samples") -> dict:
     (``dataset``, ``split``, ``config``); an index outside the split is a ValueError naming the
     split, its root and its size in ``noun``."""
     n = len(session.dataset)
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
-        raise ValueError(f"index {index!r} is out of range: the {session.split} split of "
-                         f"{session.config.data.root} has {n} {noun} (0..{n - 1})")
+    V.check_int_in("index", index, 0, n - 1,
+                   note=f" (the {session.split} split of {session.config.data.root} has {n} {noun})")
     return session.dataset[int(index)]
 
 

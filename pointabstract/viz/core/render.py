@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from .backends import BACKENDS, RenderError, backend_chain, give_up, open_backend, start_xvfb
 from .colors import BACKGROUND, ScalarLegend, legend_image
 
@@ -54,8 +55,7 @@ class Camera:
         pts = np.asarray(points, dtype=float).reshape(-1, 3)
         if len(pts) < 3 or not np.isfinite(pts).all():
             raise ValueError(f"points must be (P, 3) finite with P >= 3, got shape {pts.shape}")
-        if not tilt >= 0:
-            raise ValueError(f"tilt must be >= 0, got {tilt}")
+        V.check_float("tilt", tilt, low=0.0)
         _, vectors = np.linalg.eigh(np.cov((pts - pts.mean(0)).T))  # columns by ascending spread
         signs = [1.0 if v @ np.array(cls.direction) >= 0 else -1.0 for v in vectors.T]
         axes = vectors.T * np.array(signs)[:, None]  # smallest, middle, largest; towards the default eye
@@ -116,12 +116,10 @@ class Renderer:
 
     def __init__(self, width: int = 800, height: int = 600, *, backend: str = "auto", background=BACKGROUND,
                  timeout_s: float = 10.0, start_timeout_s: float = 60.0):
-        for name, value in (("width", width), ("height", height)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 16 <= value <= 8192:
-                raise ValueError(f"{name} must be an int in [16, 8192], got {value!r}")
-        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+        V.check_int_in("width", width, 16, 8192)
+        V.check_int_in("height", height, 16, 8192)
+        V.check_positive("timeout_s", timeout_s)
+        V.check_positive("start_timeout_s", start_timeout_s)
         self.width, self.height = width, height
         self.background = np.asarray(background, dtype=float)
         self.chain, self.explicit = backend_chain(backend), backend != "auto"

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _validate as V
+
 __all__ = ["splat", "splat_naive"]
 
 _NEAR = 1e-6  # points closer to the camera plane than this are not drawn
@@ -90,9 +92,8 @@ def _check(intrinsic, extrinsic, width, height) -> None:
     if np.asarray(intrinsic).shape != (3, 3) or np.asarray(extrinsic).shape != (4, 4):
         raise ValueError(f"intrinsic must be (3, 3) and extrinsic (4, 4), got {np.asarray(intrinsic).shape} "
                          f"and {np.asarray(extrinsic).shape}")
-    for name, value in (("width", width), ("height", height)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    V.check_int("width", width, low=1)
+    V.check_int("height", height, low=1)
 
 
 def _to_uint8(image: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ... import _validate as V
 from ..core.window import WINDOW_KEYS
 from .scenes import LAYOUTS, SegPanel, segmentation_panels, side_by_side
 from .session import SegSession
@@ -51,8 +52,7 @@ class SegViewerState:
     TITLE = "true vs predicted parts, tree clusters"
 
     def __init__(self, session: SegSession, *, index: int = 0, level: int | None = None, layout: str = "all"):
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+        V.check_choice("layout", layout, LAYOUTS)
         self.session, self.layout = session, layout
         self.messages: list[str] = []
         self._load(index)
@@ -89,8 +89,7 @@ class SegViewerState:
                    "right": lambda: self._load((self.index + 1) % len(self.session)),
                    "left": lambda: self._load((self.index - 1) % len(self.session)),
                    "V": self._next_layout}
-        if key not in actions:
-            raise ValueError(f"key must be one of {sorted(actions)}, got {key!r}")
+        V.check_choice("key", key, sorted(actions))
         actions[key]()
         return self.status()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate as V
 from ..core.figure_compose import compose_figure
 from ..core.render import Camera, Renderer, save_png
 from .scenes import legend_panel, segmentation_panels
@@ -24,8 +25,7 @@ __all__ = ["default_levels", "segmentation_figure", "segmentation_images", "segm
 def default_levels(top_level: int) -> tuple[int, ...]:
     """The two levels just below the root, ``(R - 2, R - 1)``, kept >= 1 and distinct: with the
     Sequoia defaults (branching 4) about 16 and 4 clusters, the paper's Fig. 5 C and D."""
-    if isinstance(top_level, bool) or not isinstance(top_level, int) or top_level < 1:
-        raise ValueError(f"top_level must be an int >= 1, got {top_level!r}")
+    V.check_int("top_level", top_level, low=1)
     return tuple(sorted({max(1, top_level - 2), max(1, top_level - 1)}))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ... import _validate as V
 from ..core.html import encode_array, rgb8, write_page
 from .figures import default_levels
 from .scenes import LAYOUTS, WRONG_SIZE, legend_entries, segmentation_panels
@@ -55,8 +56,7 @@ def segmentation_data(session: SegSession, indices: Sequence[int], *, level: int
         "legend", ...}], "wrong_size", ...}``.
     """
     layout = "all" if layout is None else layout
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    V.check_choice("layout", layout, LAYOUTS)
     samples = [session.sample(int(i)) for i in indices]
     if level is not None:
         samples[0].clusters_at(level)  # a level the first shape does not have is an error

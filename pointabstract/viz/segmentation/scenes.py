@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import _validate as V
 from ...data import SHAPENET_PART
 from ..core.colors import class_palette, label_colors, part_palette
 from ..core.geometry import point_cloud
@@ -44,8 +45,7 @@ _CLUSTER_HUES = (5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 0, 1, 2, 3, 4, 9)
 def cluster_palette(count: int) -> np.ndarray:
     """(count, 3) colours of tree clusters: the 18 hues of ``_CLUSTER_HUES``, then their darker and
     lighter variants (as :func:`~.colors.class_palette`), then the cycle repeats."""
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ValueError(f"count must be a positive int, got {count!r}")
+    V.check_int("count", count, low=1)
     full = class_palette(60)  # rows 0-19 the hues, 20-39 darker, 40-59 lighter
     order = [variant * 20 + hue for variant in range(3) for hue in _CLUSTER_HUES]
     return full[[order[i % len(order)] for i in range(int(count))]]
@@ -78,10 +78,8 @@ def segmentation_panels(sample: SegSample, *, level: int = 1, layout: str = "all
     Returns:
         list of :class:`SegPanel`.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
-    if not point_size > 0:
-        raise ValueError(f"point_size must be > 0, got {point_size}")
+    V.check_choice("layout", layout, LAYOUTS)
+    V.check_positive("point_size", point_size)
     clusters = sample.clusters_at(level)  # validates the level
     pos = sample.pos
     panels = []

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ... import _validate as V
 from ...data import SHAPENET_PART
 from ...engine.config import RunConfig
 from ...ops import build_tree
@@ -54,8 +55,7 @@ def tree_clusters(tree, *, batch: int = 0) -> list[np.ndarray]:
     levels = getattr(tree, "levels", None)
     if not levels:
         raise TypeError(f"tree must be a PointTree (from build_tree), got {type(tree).__name__}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < levels[0].pos.shape[0]:
-        raise ValueError(f"batch must be an int in [0, {levels[0].pos.shape[0]}), got {batch!r}")
+    V.check_int_in("batch", batch, 0, levels[0].pos.shape[0] - 1)
     node = torch.arange(levels[0].pos.shape[1])
     out = [node.numpy()]
     for level in levels[:-1]:
@@ -100,10 +100,7 @@ class SegSample:
 
     def _level(self, level: int) -> int:
         top = self.top_level
-        if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or not 1 <= level <= top:
-            raise ValueError(f"level must be an int in [1, {top}] (1: smallest groups, {top}: the root), "
-                             f"got {level!r}")
-        return int(level)
+        return V.check_int_in("level", level, 1, top, note=f" (1: smallest groups, {top}: the root)")
 
     @property
     def wrong(self) -> np.ndarray | None:
@@ -153,8 +150,7 @@ class SegSession:
 
     def first_of_categories(self, count: int) -> list[int]:
         """Indices of the first shape of each category in split order, up to ``count`` categories."""
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"count must be a positive int, got {count!r}")
+        V.check_int("count", count, low=1)
         seen: dict[int, int] = {}
         for i in range(len(self.dataset)):
             seen.setdefault(int(self.dataset[i]["category"]), i)

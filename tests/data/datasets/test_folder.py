@@ -17,43 +17,7 @@ from pointabstract.data.datasets.folder import (
     split_of,
 )
 from pointabstract.data.datasets.folder_cache import cache_folder, content_digest
-
-TETRA = (np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float), [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)])
-PYRAMID = (np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0.5, 0.5, 2]], float),
-           [(0, 3, 2, 1), (0, 1, 4), (1, 2, 4), (2, 3, 4), (3, 0, 4)])
-SLAB = (np.array([(x, 3 * y, 0.2 * z) for x in (0, 1) for y in (0, 1) for z in (0, 1)], float),
-        [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)])
-
-
-def write_mesh(path: Path, mesh, scale: float = 1.0) -> Path:
-    """A polygon mesh as OBJ, ascii PLY or OFF by the path's suffix (polygons kept, fan-split on reading)."""
-    vertices, faces = mesh[0] * scale, mesh[1]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [f"{x:.6g} {y:.6g} {z:.6g}" for x, y, z in vertices]
-    if path.suffix == ".obj":
-        text = "\n".join("v " + r for r in rows) + "\n" + "".join("f " + " ".join(str(i + 1) for i in f) + "\n" for f in faces)
-    elif path.suffix == ".ply":
-        text = (f"ply\nformat ascii 1.0\nelement vertex {len(rows)}\nproperty float x\nproperty float y\nproperty float z\n"
-                f"element face {len(faces)}\nproperty list uchar int vertex_indices\nend_header\n" + "\n".join(rows) + "\n"
-                + "".join(f"{len(f)} " + " ".join(map(str, f)) + "\n" for f in faces))
-    else:
-        text = f"OFF\n{len(rows)} {len(faces)} 0\n" + "\n".join(rows) + "\n" + "".join(
-            f"{len(f)} " + " ".join(map(str, f)) + "\n" for f in faces)
-    path.write_text(text)
-    return path
-
-
-def write_shapes(root: Path, per_class: int = 5) -> Path:
-    """3 classes of tiny meshes: tetra as OBJ, pyramid as PLY, slab as OFF (and one of each type elsewhere)."""
-    for i in range(per_class):
-        write_mesh(root / "tetra" / f"t{i}.obj", TETRA, 1 + 0.1 * i)
-        write_mesh(root / "pyramid" / f"p{i}.ply", PYRAMID, 1 + 0.1 * i)
-        write_mesh(root / "slab" / ("nested" if i == 0 else "") / f"s{i}.off", SLAB, 1 + 0.1 * i)
-    return root
-
-
-def snapshot(root: Path) -> dict:
-    return {p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+from tests.fixtures import PYRAMID, SLAB, TETRA, snapshot, write_mesh, write_shapes
 
 
 @pytest.fixture(autouse=True)

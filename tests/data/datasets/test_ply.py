@@ -2,21 +2,7 @@ import numpy as np
 import pytest
 
 from pointabstract.data.datasets.ply import read_ply_points
-
-HEADER = "ply\nformat {fmt} 1.0\ncomment written by a test\nelement vertex {n}\n{props}end_header\n"
-PROPS = "property float x\nproperty float y\nproperty float z\nproperty float nx\nproperty float ny\nproperty float nz\n"
-
-
-def write_ply(path, points, *, fmt="ascii"):
-    table = np.hstack([points, points / np.linalg.norm(points, axis=1, keepdims=True)]).astype(np.float32)
-    head = HEADER.format(fmt=fmt, n=len(points), props=PROPS).encode()
-    if fmt == "ascii":
-        body = "".join(" ".join(f"{v:.6f}" for v in row) + "\n" for row in table).encode()
-    else:
-        body = table.astype("<f4" if fmt == "binary_little_endian" else ">f4").tobytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(head + body)
-
+from tests.fixtures import write_ply
 
 
 @pytest.mark.parametrize("fmt", ["ascii", "binary_little_endian", "binary_big_endian"])

@@ -9,8 +9,7 @@ from pointabstract.data import (
     read_ply_points,
 )
 from pointabstract.data.datasets.shapenet_core import find_ply_folder
-from tests.data.datasets.test_ply import write_ply
-from tests.data.datasets.test_shapenet_part import CAP, MUG, write_hdf5
+from tests.fixtures import CAP, MUG, write_part_hdf5, write_ply
 
 CORE_CAP, CORE_MUG = SHAPENET_CORE.index(("cap", "02954340")), SHAPENET_CORE.index(("mug", "03797390"))
 
@@ -45,7 +44,7 @@ def test_core13_layout_splits_80_20_and_samples_at_random(tmp_path):
         ShapeNetCore(tmp_path, "train", categories="boat")
     with pytest.raises(ValueError, match=r"\['mug'\] are not ShapeNetCore13 categories"):
         ShapeNetCore(tmp_path, "train", categories=["mug", "airplane"])
-    with pytest.raises(ValueError, match="split must be 'train' or 'test' for the PLY layout"):
+    with pytest.raises(ValueError, match=r"split must be one of \['train', 'test'\] for the PLY layout, got"):
         ShapeNetCore(tmp_path, "val")
     (folder / "12345678" / "ply").mkdir(parents=True)
     with pytest.raises(ValueError, match=r"12345678: unknown synset folder"):
@@ -53,7 +52,7 @@ def test_core13_layout_splits_80_20_and_samples_at_random(tmp_path):
 
 
 def test_shapenet_part_points_without_labels(tmp_path):
-    write_hdf5(tmp_path)
+    write_part_hdf5(tmp_path)
     data = ShapeNetCore(tmp_path, "train", num_points=16)
     # one label space in every layout: category indexes SHAPENET_CORE, the part index is kept apart
     assert data.layout == "hdf5" and list(data.categories) == [CORE_CAP, CORE_MUG]
@@ -70,7 +69,7 @@ def test_shapenet_part_points_without_labels(tmp_path):
 
 
 def test_float_labels_of_the_shapenet_part_hdf5_files_are_refused(tmp_path):
-    folder = write_hdf5(tmp_path)
+    folder = write_part_hdf5(tmp_path)
     with h5py.File(folder / "ply_data_train0.h5", "a") as handle:
         label = handle["label"][()].astype(np.float32)
         label[0, 0] += 0.5

@@ -4,79 +4,21 @@ import h5py
 import numpy as np
 import pytest
 
-from pointabstract.data.categories import SHAPENET_PART
 from pointabstract.data.datasets.shapenet_part import ShapeNetPart, detect_part_layout
-
-NORMAL = "shapenetcore_partanno_segmentation_benchmark_v0_normal"
-V0 = "shapenetcore_partanno_segmentation_benchmark_v0"
-HDF5 = "shapenet_part_seg_hdf5_data"
-CAP, MUG, TABLE = 2, 11, 15  # indices into SHAPENET_PART
-# (split, category, token); parts of each shape: the category's parts in turn
-SHAPES = [("train", CAP, "c0"), ("train", MUG, "m0"), ("val", CAP, "c1"), ("test", TABLE, "t0"),
-          ("test", MUG, "m1")]
-
-
-def _shape(category, n, seed):
-    rng = np.random.default_rng(seed)
-    pos = rng.normal(size=(n, 3)).astype(np.float32)
-    parts = np.array(SHAPENET_PART[category].parts)
-    return pos, pos / np.linalg.norm(pos, axis=1, keepdims=True), parts[np.arange(n) % len(parts)]
+from tests.fixtures import (
+    CAP,
+    MUG,
+    PART_SHAPES,
+    PART_V0,
+    TABLE,
+    part_shape,
+    write_normal,
+    write_part_hdf5,
+    write_v0,
+)
 
 
-def _category_table(path):
-    path.write_text("".join(f"{c.name}\t{c.synset}\n" for c in SHAPENET_PART))
-
-
-def _split_lists(folder):
-    (folder / "train_test_split").mkdir(parents=True)
-    for split in ("train", "val", "test"):
-        entries = [f"shape_data/{SHAPENET_PART[c].synset}/{t}" for s, c, t in SHAPES if s == split]
-        (folder / "train_test_split" / f"shuffled_{split}_file_list.json").write_text(json.dumps(entries))
-
-
-def write_normal(root, n=40):
-    folder = root / NORMAL
-    _split_lists(folder)
-    _category_table(folder / "synsetoffset2category.txt")
-    for i, (_, c, token) in enumerate(SHAPES):
-        pos, normal, part = _shape(c, n + i, i)
-        (folder / SHAPENET_PART[c].synset).mkdir(exist_ok=True)
-        np.savetxt(folder / SHAPENET_PART[c].synset / f"{token}.txt", np.column_stack([pos, normal, part]),
-                   fmt="%.6f")
-    return folder
-
-
-def write_v0(root, n=40):
-    folder = root / V0
-    _split_lists(folder)
-    _category_table(folder / "synsetoffset2category.txt")
-    for i, (_, c, token) in enumerate(SHAPES):
-        pos, _, part = _shape(c, n + i, i)
-        base = folder / SHAPENET_PART[c].synset
-        (base / "points").mkdir(parents=True, exist_ok=True)
-        (base / "points_label").mkdir(exist_ok=True)
-        np.savetxt(base / "points" / f"{token}.pts", pos, fmt="%.6f")
-        local = part - SHAPENET_PART[c].parts[0] + 1
-        np.savetxt(base / "points_label" / f"{token}.seg", local, fmt="%d")
-    return folder
-
-
-def write_hdf5(root, n=32):
-    folder = root / HDF5
-    folder.mkdir()
-    order = [c for c in SHAPENET_PART[::-1]]  # a file order unlike SHAPENET_PART's, on purpose
-    (folder / "all_object_categories.txt").write_text("".join(f"{c.name}\t{c.synset}\n" for c in order))
-    for split in ("train", "val", "test"):
-        chosen = [(i, c) for i, (s, c, _) in enumerate(SHAPES) if s == split]
-        shapes = [_shape(c, n, i) for i, c in chosen]
-        with h5py.File(folder / f"ply_data_{split}0.h5", "w") as handle:
-            handle["data"] = np.stack([s[0] for s in shapes]).reshape(-1, n, 3)
-            handle["label"] = np.array([[order.index(SHAPENET_PART[c])] for _, c in chosen], np.uint8).reshape(-1, 1)
-            handle["pid"] = np.stack([s[2] for s in shapes]).reshape(-1, n).astype(np.uint8)
-    return folder
-
-
-@pytest.mark.parametrize("writer, layout", [(write_normal, "normal"), (write_v0, "v0"), (write_hdf5, "hdf5")])
+@pytest.mark.parametrize("writer, layout", [(write_normal, "normal"), (write_v0, "v0"), (write_part_hdf5, "hdf5")])
 def test_every_layout_gives_global_parts_and_categories(tmp_path, writer, layout):
     writer(tmp_path)
     sizes = {"train": 2, "val": 1, "test": 2, "trainval": 3}
@@ -89,8 +31,8 @@ def test_every_layout_gives_global_parts_and_categories(tmp_path, writer, layout
     assert set(sample) == {"pos", "part", "category"} and sample["category"] == TABLE
     assert sample["pos"].dtype == np.float32 and sample["pos"].shape == (30, 3)
     assert sample["part"].dtype == np.int64 and set(sample["part"]) == {47, 48, 49}
-    i = [t for _, _, t in SHAPES].index("t0")
-    pos, normal, part = _shape(TABLE, 40 + i if layout != "hdf5" else 32, i)
+    i = [t for _, _, t in PART_SHAPES].index("t0")
+    pos, normal, part = part_shape(TABLE, 40 + i if layout != "hdf5" else 32, i)
     np.testing.assert_allclose(sample["pos"], pos[:30], atol=1e-5)
     np.testing.assert_array_equal(sample["part"], part[:30])
 
@@ -120,7 +62,7 @@ def test_undersized_shapes_raise_or_repeat_when_asked(tmp_path):
 
 def test_layout_detection_and_bad_arguments(tmp_path):
     write_v0(tmp_path)
-    assert detect_part_layout(tmp_path) == ("v0", tmp_path / V0)
+    assert detect_part_layout(tmp_path) == ("v0", tmp_path / PART_V0)
     with pytest.raises(ValueError, match="use_normals=True but the v0 layout has no normals"):
         ShapeNetPart(tmp_path, "train", use_normals=True)
     with pytest.raises(ValueError, match="split must be one of"):
@@ -182,7 +124,7 @@ def test_v0_local_ids_are_checked(tmp_path):
 
 
 def test_corrupt_hdf5_files_are_named(tmp_path):
-    folder = write_hdf5(tmp_path)
+    folder = write_part_hdf5(tmp_path)
     path = folder / "ply_data_test0.h5"
     with h5py.File(path, "a") as handle:
         pid = handle["pid"][()]
@@ -203,7 +145,7 @@ def test_corrupt_hdf5_files_are_named(tmp_path):
 
 
 def test_non_whole_labels_and_part_ids_are_refused(tmp_path):
-    folder = write_hdf5(tmp_path)
+    folder = write_part_hdf5(tmp_path)
     path = folder / "ply_data_test0.h5"
     with h5py.File(path, "a") as handle:
         label, pid = handle["label"][()].astype(np.float64), handle["pid"][()].astype(np.float32)

@@ -78,7 +78,7 @@ def test_evaluate_baseline_on_a_tiny_synthetic_set(tiny_root):
     assert evaluate_baseline(tiny_root / "modelnet40_ply_hdf5_2048") == result
     stronger = evaluate_baseline(tiny_root, features="statistics")
     assert stronger["num_test"] == 32 and 2 / 16 < stronger["accuracy"] <= 1
-    with pytest.raises(ValueError, match=r"features must be one of \('histogram', 'statistics'\), got 'x'"):
+    with pytest.raises(ValueError, match=r"features must be one of \['histogram', 'statistics'\], got 'x'"):
         evaluate_baseline(tiny_root, features="x")
 
 

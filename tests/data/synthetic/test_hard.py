@@ -8,9 +8,8 @@ from pointabstract.data.synthetic.hard import (
     random_rotation,
     sample_hard_shape,
 )
-from pointabstract.data.synthetic.nuisances import NUISANCES, Nuisances
+from tests.fixtures import NO_NUISANCES
 
-OFF = Nuisances(**{name: False for name in NUISANCES})
 N = 256
 
 
@@ -37,7 +36,7 @@ def test_every_class_builds_a_labelled_shape_in_the_unit_sphere(label):
 def test_pairs_differ_in_the_defining_part():
     def parts(name):
         label = HARD_CLASS_NAMES.index(name)
-        return set(sample_hard_shape(label, np.random.default_rng(0), num_points=N, nuisances=OFF)["part"])
+        return set(sample_hard_shape(label, np.random.default_rng(0), num_points=N, nuisances=NO_NUISANCES)["part"])
 
     engine, arm, cord, support = 3, 15, 18, 49
     assert engine not in parts("airplane_0_engines") and engine in parts("airplane_4_engines")
@@ -50,8 +49,8 @@ def test_same_generator_same_shape_and_so3_turns_it():
     a, b = (sample_hard_shape(7, np.random.default_rng(4), num_points=N) for _ in range(2))
     for key in ("pos", "normal", "part", "source"):
         np.testing.assert_array_equal(a[key], b[key])
-    up = sample_hard_shape(7, np.random.default_rng(4), num_points=N, nuisances=OFF)
-    turned = sample_hard_shape(7, np.random.default_rng(4), num_points=N, nuisances=OFF, rotation_mode="so3")
+    up = sample_hard_shape(7, np.random.default_rng(4), num_points=N, nuisances=NO_NUISANCES)
+    turned = sample_hard_shape(7, np.random.default_rng(4), num_points=N, nuisances=NO_NUISANCES, rotation_mode="so3")
     assert not np.allclose(up["pos"], turned["pos"])
     rotation = random_rotation(np.random.default_rng(1))
     np.testing.assert_allclose(rotation @ rotation.T, np.eye(3), atol=1e-12)
@@ -59,10 +58,10 @@ def test_same_generator_same_shape_and_so3_turns_it():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(label=40), ValueError, r"label must be an int in \[0, 40\), got 40"),
-    (dict(label=True), ValueError, "label must be an int"),
+    (dict(label=40), ValueError, r"label must be an int in \[0, 39\], got 40"),
+    (dict(label=True), TypeError, "label must be an int, got bool True"),
     (dict(num_points=0), ValueError, "num_points must be a positive int, got 0"),
-    (dict(rotation_mode="z"), ValueError, r"rotation_mode must be one of \('up', 'so3'\), got 'z'"),
+    (dict(rotation_mode="z"), ValueError, r"rotation_mode must be one of \['up', 'so3'\], got 'z'"),
     (dict(nuisances={"partial": False}), TypeError, "nuisances must be a Nuisances, got dict"),
 ])
 def test_bad_arguments_are_refused(kwargs, error, match):

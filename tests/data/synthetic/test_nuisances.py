@@ -10,8 +10,8 @@ from pointabstract.data.synthetic.nuisances import (
     hidden_point_removal_naive,
     normalise_unit_sphere,
 )
+from tests.fixtures import NO_NUISANCES
 
-OFF = Nuisances(**{name: False for name in NUISANCES})
 N = 512
 
 
@@ -65,7 +65,7 @@ def test_hidden_point_removal_refuses_bad_input():
         hidden_point_removal(np.eye(3), np.array([0.5, 0, 0]))
 
 
-@pytest.mark.parametrize("nuisances", [OFF, Nuisances(), *[_only(n) for n in NUISANCES]],
+@pytest.mark.parametrize("nuisances", [NO_NUISANCES, Nuisances(), *[_only(n) for n in NUISANCES]],
                          ids=["none", "all", *NUISANCES])
 def test_labels_follow_their_surface_points_under_every_nuisance(nuisances):
     pool, normal, part = _sphere(6 * N)
@@ -87,7 +87,7 @@ def test_each_switch_does_its_own_job():
         return apply_nuisances(pool, normal, part, np.random.default_rng(seed), num_points=N,
                                nuisances=nuisances)
 
-    clean = run(OFF)
+    clean = run(NO_NUISANCES)
     assert len(clean["candidates"]) == len(pool) and (clean["source"] >= 0).all()
     assert len(np.unique(clean["source"])) == N  # uniform, without replacement
     # broken: a whole ball of the pool is gone

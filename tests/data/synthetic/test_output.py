@@ -121,10 +121,10 @@ def test_a_set_of_an_earlier_version_is_recognised_as_its_own(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, pattern", [
     (["--num-points", "1"], r"num_points must be an int >= 2 \(one point cannot be centred and scaled"),
-    (["--train-per-class", "0"], r"train_per_class must be an int >= 1, got 0"),
-    (["--test-per-class", "-1"], r"test_per_class must be an int >= 1, got -1"),
+    (["--train-per-class", "0"], r"train_per_class must be a positive int, got 0"),
+    (["--test-per-class", "-1"], r"test_per_class must be a positive int, got -1"),
     (["--seed", "-1"], r"seed must be an int >= 0, got -1"),
-    (["--workers", "0"], r"workers must be an int >= 1, got 0"),
+    (["--workers", "0"], r"workers must be a positive int, got 0"),
 ])
 def test_options_that_cannot_make_a_dataset_are_refused(tmp_path, argv, pattern, capsys):
     assert main(["data", "synth", "--out", str(tmp_path / "s"), *argv]) == 2

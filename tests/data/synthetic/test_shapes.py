@@ -81,8 +81,8 @@ def test_augmentation_rotates_about_y_and_keeps_faces_and_parts():
 
 @pytest.mark.parametrize("category, error, match", [
     ("sofa", ValueError, "unknown ShapeNetPart category 'sofa'"),
-    (16, ValueError, r"category: ShapeNetPart index must be in \[0, 16\)"),
-    (-1, ValueError, "index must be in"),
+    (16, ValueError, r"category must be an int in \[0, 15\] \(a ShapeNetPart index\), got 16"),
+    (-1, ValueError, r"category must be an int in \[0, 15\] \(a ShapeNetPart index\), got -1"),
     (2.0, TypeError, "category must be"),
 ])
 def test_bad_category_is_refused(category, error, match):

@@ -6,7 +6,7 @@ import torch
 
 from pointabstract.ops import knn_naive
 from pointabstract.ops.kernels import kdtree
-from tests.ops.clouds import degenerate_cloud
+from tests.fixtures import degenerate_cloud
 
 LEAF = 8
 
@@ -15,14 +15,14 @@ def _query(pos, k, nodes=None, mode=0, r2=0.0):
     """Self-query of (B, N, 3) float32 ``pos`` through the serial driver; returns (dist, idx)."""
     pts = pos.numpy()
     batch, n, _ = pts.shape
-    trees = list(kdtree.allocate_trees(batch, n, LEAF, pts.dtype))
+    trees = kdtree.allocate_trees(batch, n, LEAF, pts.dtype)
     if nodes is not None:  # starve the tree of node ids: it must stop splitting, not overrun
-        for a in (1, 2, 3, 4, 5):
-            trees[a] = trees[a][:, :nodes].copy()
+        trees = trees._replace(**{name: getattr(trees, name)[:, :nodes].copy()
+                                  for name in ("lo", "hi", "dim", "val", "left")})
     dist = np.full((batch, n, k), np.inf, pts.dtype)
     idx = np.full((batch, n, k), -1, np.int64)
     lengths = np.full(batch, n, np.int64)
-    kdtree.query_ser(pts, lengths, pts, lengths, LEAF, False, mode, k, np.float32(r2), tuple(trees),
+    kdtree.query_ser(pts, lengths, pts, lengths, LEAF, False, mode, k, np.float32(r2), trees,
                      dist, idx)
     return torch.from_numpy(dist), torch.from_numpy(idx), trees
 
@@ -33,7 +33,7 @@ def test_splits_keep_equal_coordinates_together(kind):
     d, i, trees = _query(pos, 9)
     d_ref, i_ref = knn_naive(pos, pos, 9)
     assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
-    perm, lo, hi, dim, val, left = (t[0] for t in trees[:6])
+    perm, lo, hi, dim, val, left = (t[0] for t in (trees.perm, trees.lo, trees.hi, trees.dim, trees.val, trees.left))
     x = pos[0].numpy()
     used = np.flatnonzero(left[: kdtree.max_nodes(700, LEAF)] != -2)
     for node in used:

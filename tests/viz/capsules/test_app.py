@@ -90,9 +90,9 @@ def test_state_from_cli_arguments_and_errors(ae, session):
         CapsuleViewerState(ae, coloring="neighbours")
     with pytest.raises(ValueError, match=r"layout must be one of .* for an autoencoder, got 'xyz'"):
         CapsuleViewerState(ae, layout="xyz")
-    with pytest.raises(ValueError, match=r"capsule must be an int in \[0, 4\)"):
+    with pytest.raises(ValueError, match=r"capsule must be an int in \[0, 3\]"):
         CapsuleViewerState(ae, capsule=4)
-    with pytest.raises(ValueError, match="index 16 is out of range"):
+    with pytest.raises(ValueError, match=r"index must be an int in \[0, 15\] .*, got 16"):
         CapsuleViewerState(ae, index=16)
 
 

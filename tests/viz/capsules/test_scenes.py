@@ -39,7 +39,7 @@ def test_capsules_and_parts_colourings():
         capsule_colors(_sample(part=False), "parts")
     with pytest.raises(ValueError, match=r"coloring must be one of \['capsule', 'capsules', 'parts'\]"):
         capsule_colors(sample, "neighbours")
-    with pytest.raises(ValueError, match=r"capsule must be an int in \[0, 3\)"):
+    with pytest.raises(ValueError, match=r"capsule must be an int in \[0, 2\]"):
         capsule_colors(sample, "capsule", 3)
 
 

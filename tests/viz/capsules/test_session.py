@@ -75,9 +75,9 @@ def test_capsules_are_grouped_by_majority_part_hand_computed():
 
 
 def test_errors_name_the_argument_and_the_rule(ae, tiny_run):
-    with pytest.raises(ValueError, match=r"index 16 is out of range: the test split of .* has 16 samples"):
+    with pytest.raises(ValueError, match=r"index must be an int in \[0, 15\] \(the test split of .* has 16 samples\), got 16"):
         ae.sample(16)
-    with pytest.raises(ValueError, match=r"capsule must be an int in \[0, 4\) \(this model has 4 latent "
+    with pytest.raises(ValueError, match=r"capsule must be an int in \[0, 3\] \(this model has 4 latent "
                                          r"capsules\), got 4"):
         ae.sample(0).capsule_points(4)
     with pytest.raises(ValueError, match=r"item\['pos'\] must have shape \(N, 3\), got \(64, 2\)"):

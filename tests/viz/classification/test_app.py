@@ -59,7 +59,7 @@ def test_the_scene_shown_is_the_knn_of_the_blocks_features(o3d, session):
     others = np.delete(colors, scene.feature_idx, 0)
     assert np.allclose(others, class_palette(3)[state.sample.pred])  # coloured by the predicted class
     assert [d["name"] for d in scene.geometries][0] == "feature/context"  # 24 of 48 points: the cloud behind
-    with pytest.raises(ValueError, match=r"query must be in \[0, 24\)"):
+    with pytest.raises(ValueError, match=r"query must be an int in \[0, 23\], got 24"):
         state.set_query(24)
 
 

@@ -12,7 +12,7 @@ from pointabstract.viz.classification.figures import (
 )
 from pointabstract.viz.core.colors import HIGHLIGHT, QUERY
 from pointabstract.viz.core.render import png_backend
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 RED, BLUE = tuple(round(v * 255) for v in HIGHLIGHT), tuple(round(v * 255) for v in QUERY)
 
@@ -36,11 +36,11 @@ def test_report_section_links_the_png_it_wrote(o3d, session, tmp_path):
 def test_figure_argument_errors(session, tmp_path):
     with pytest.raises(ValueError, match="indices must be a non-empty list"):
         neighbourhood_figure(session, tmp_path / "x.png", indices=())
-    with pytest.raises(ValueError, match=r"index 99 is out of range"):
+    with pytest.raises(ValueError, match=r"index must be an int in \[0, \d+\] .*, got 99"):
         neighbourhood_figure(session, tmp_path / "x.png", indices=(99,))
     with pytest.raises(ValueError, match=r"k must be an int in \[1, 6\]"):
         neighbourhood_figure(session, tmp_path / "x.png", indices=(0,), k=40)  # block 3 has 6 points
-    with pytest.raises(ValueError, match=r"query must be an int in \[0, 6\)"):
+    with pytest.raises(ValueError, match=r"query must be an int in \[0, 5\], got 6"):
         neighbourhood_figure(session, tmp_path / "x.png", indices=(0,), queries=[6])
     with pytest.raises(ValueError, match=r"queries must be an int in \[1, 6\]"):
         neighbourhood_figure(session, tmp_path / "x.png", indices=(0,), queries=7)

@@ -10,7 +10,7 @@ from pointabstract.viz.classification.part_agreement import (
     open_part_dataset,
     part_agreement,
 )
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 # five points on a line at x = 0, 1, 2, 10, 11; the first three are part 0, the last two part 1
 LINE = np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [10, 0, 0], [11, 0, 0]])

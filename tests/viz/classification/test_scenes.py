@@ -15,7 +15,7 @@ from pointabstract.viz.classification.scenes import (
 )
 from pointabstract.viz.core.colors import GREY, HIGHLIGHT, QUERY
 from pointabstract.viz.core.render import Camera
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def test_feature_knn_hand_computed():
@@ -83,7 +83,7 @@ def test_scene_input_errors_name_the_argument():
     pos, feats = cloud(1, 10, 3)[0], cloud(1, 10, 5)[0]
     with pytest.raises(ValueError, match=r"k must be an int in \[1, 10\] \(the block has 10 points\), got 11"):
         neighbourhood_scene(pos, feats, 0, k=11)
-    with pytest.raises(ValueError, match=r"query must be an int in \[0, 10\), got 10"):
+    with pytest.raises(ValueError, match=r"query must be an int in \[0, 9\], got 10"):
         neighbourhood_scene(pos, feats, 10, k=3)
     with pytest.raises(ValueError, match=r"features must have one row per point of pos \(10\)"):
         neighbourhood_scene(pos, feats[:9], 0, k=3)
@@ -115,11 +115,11 @@ def test_block_output_and_default_block_on_a_real_model():
     assert pos.shape == (8, 3) and feats.shape == (8, 24)
     assert torch.equal(pos, out["blocks"][3]["pos"][1])
     assert block_output(out, -1)[1].shape == (8, 24)
-    with pytest.raises(ValueError, match=r"block must be in \[0, 4\) for this model, got 4"):
+    with pytest.raises(ValueError, match=r"block must be an int in \[-4, 3\] for this model, got 4"):
         block_output(out, 4)
     with pytest.raises(ValueError, match="output holds no per-block features: call the model with return_features=True"):
         block_output({"logits": out["logits"]}, 0)
-    with pytest.raises(ValueError, match=r"batch must be in \[0, 2\)"):
+    with pytest.raises(ValueError, match=r"batch must be an int in \[0, 1\], got"):
         block_output(out, 0, batch=2)
     sa_only = [{"features": None}, {"features": None}]
     assert default_block(sa_only) == 1
@@ -133,7 +133,7 @@ def test_default_k_keeps_the_papers_proportion():
 
 def test_context_can_be_coloured_per_point(o3d):
     from pointabstract.viz.classification.scenes import neighbourhood_scene
-    from tests.helpers import cloud
+    from tests.fixtures import cloud
 
     pos, feats, ctx = cloud(1, 20, 3, seed=1)[0], cloud(1, 20, 4, seed=2)[0], cloud(1, 50, 3, seed=3)[0]
     colors = np.tile([0.9, 0.7, 0.7], (50, 1))

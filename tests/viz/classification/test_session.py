@@ -35,9 +35,9 @@ def test_labels_at_carries_input_labels_to_a_blocks_points(session):
 
 
 def test_session_errors_are_clear(session, tiny_run, tmp_path):
-    with pytest.raises(ValueError, match=r"index 12 is out of range: the test split of .* has 12 samples \(0..11\)"):
+    with pytest.raises(ValueError, match=r"index must be an int in \[0, 11\] \(the test split of .* has 12 samples\), got 12"):
         session.sample(12)
-    with pytest.raises(ValueError, match=r"block must be in \[0, 4\) for this model, got 9"):
+    with pytest.raises(ValueError, match=r"block must be an int in \[-4, 3\] for this model, got 9"):
         session.sample(0).block(9)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_session(tmp_path / "missing.pt")

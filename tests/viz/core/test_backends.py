@@ -6,7 +6,7 @@ import pytest
 from pointabstract.viz.core import backends as B
 from pointabstract.viz.core import render as R
 from pointabstract.viz.core.render import Renderer
-from tests.helpers import cloud
+from tests.fixtures import cloud
 from tests.viz._stand_ins import crashes as _crashes
 from tests.viz._stand_ins import stuck_after_ready as _stuck_after_ready
 from tests.viz._stand_ins import stuck_at_start as _stuck_at_start
@@ -87,9 +87,9 @@ def test_backend_chain_and_argument_errors(fresh):
     with pytest.raises(ValueError, match=r"backend must be 'auto' or one of \['offscreen', 'legacy', 'software'\], "
                                          r"got 'vulkan'"):
         B.backend_chain("vulkan")
-    with pytest.raises(ValueError, match="timeout_s must be > 0 seconds, got 0"):
+    with pytest.raises(ValueError, match="timeout_s must be a positive finite number, got 0.0"):
         B.WorkerBackend("offscreen", 8, 8, timeout_s=0, start_timeout_s=1)
-    with pytest.raises(ValueError, match="name must be 'offscreen' or 'legacy', got 'software'"):
+    with pytest.raises(ValueError, match=r"name must be one of \['offscreen', 'legacy'\], got 'software'"):
         B.WorkerBackend("software", 8, 8, timeout_s=1, start_timeout_s=1)
 
 

@@ -45,7 +45,7 @@ def test_part_legend_names_parts_with_their_palette_colours():
     assert part_legend(4) == legend and part_legend("03001627") == legend
     with pytest.raises(ValueError, match="unknown ShapeNetPart category 'Sofa'"):
         part_legend("Sofa")
-    with pytest.raises(ValueError, match=r"ShapeNetPart index must be in \[0, 16\)"):
+    with pytest.raises(ValueError, match=r"category must be an int in \[0, 15\] \(a ShapeNetPart index\), got 16"):
         part_legend(16)
 
 

@@ -12,7 +12,7 @@ from pointabstract.viz.classification.scenes import neighbourhood_scene
 from pointabstract.viz.core import render as R
 from pointabstract.viz.core.colors import HIGHLIGHT, QUERY, ScalarLegend
 from pointabstract.viz.core.render import Camera, png_backend, render_panels_png, render_png
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 ROOT = Path(__file__).resolve().parents[3]
 RED, BLUE = tuple(round(v * 255) for v in HIGHLIGHT), tuple(round(v * 255) for v in QUERY)
@@ -93,7 +93,7 @@ def test_render_input_errors(o3d):
         R.Renderer(0, 100, backend="offscreen")
     with pytest.raises(ValueError, match="backend must be 'auto' or one of"):
         R.Renderer(100, 100, backend="vulkan")
-    with pytest.raises(ValueError, match="timeout_s must be a number of seconds > 0, got -1"):
+    with pytest.raises(ValueError, match="timeout_s must be a positive finite number, got -1.0"):
         R.Renderer(100, 100, timeout_s=-1)
     with pytest.raises(TypeError, match=r"geometries\[0\] must be an Open3D geometry"):
         R.scene_points([np.zeros((3, 3))])

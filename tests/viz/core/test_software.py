@@ -88,5 +88,5 @@ def test_input_errors():
         splat([], np.eye(2), extrinsic, (1, 1, 1), 8, 8)
     with pytest.raises(ValueError, match="width must be a positive int, got 0"):
         splat([], intrinsic, extrinsic, (1, 1, 1), 0, 8)
-    with pytest.raises(ValueError, match="height must be a positive int, got 2.5"):
+    with pytest.raises(TypeError, match="height must be an int, got float 2.5"):
         splat_naive([], intrinsic, extrinsic, (1, 1, 1), 8, 2.5)

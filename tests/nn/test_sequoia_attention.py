@@ -2,10 +2,10 @@ import pytest
 import torch
 
 from pointabstract.nn import tree_proposal
-from pointabstract.nn.tree_attention import SequoiaAttention
-from pointabstract.nn.tree_attention_naive import sequoia_attention_naive
+from pointabstract.nn.sequoia_attention import SequoiaAttention
+from pointabstract.nn.sequoia_attention_naive import sequoia_attention_naive
 from pointabstract.ops import build_tree
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _layer(mode, dim=8, **kwargs):

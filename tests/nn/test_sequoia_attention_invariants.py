@@ -17,9 +17,9 @@ import math
 import pytest
 import torch
 
-from pointabstract.nn.tree_attention import SequoiaAttention
+from pointabstract.nn.sequoia_attention import SequoiaAttention
 from pointabstract.ops import build_tree
-from tests.helpers import cloud
+from tests.fixtures import cloud
 
 
 def _layer(mode="sequential", dim=8, seed=0, **kwargs):
@@ -145,6 +145,9 @@ def test_one_group_is_dense_softmax_attention_plus_one_hub():
         pool = layer.pool_score(h0).softmax(0)  # (N, 1): the root's initial state
         h1 = (pool * h0).sum(0, keepdim=True)
         ln = layer.norm
+
+        def ffn(t):  # FFN(LN2(t)): the MLP without its residual
+            return layer.mlp.net(layer.mlp.norm(t))
         # leaves: their siblings (dense, self excluded) and their ancestor (the root), mixed
         sib = _dense(layer.siblings_attn, ln(h0), p, ln(h0), p, others)
         anc = _dense(layer.ancestors_attn, ln(h0), p, ln(h1), root_pos, every)
@@ -152,10 +155,10 @@ def test_one_group_is_dense_softmax_attention_plus_one_hub():
         a0 = h0 + (m[1] * sib + m[2] * anc) / (m[1] + m[2])
         # the root: its children, already updated
         u1 = h1 + _dense(layer.children_attn, ln(h1), root_pos, ln(a0), p, every.T)
-        u1 = u1 + layer.mlp(u1)
+        u1 = u1 + ffn(u1)
         # leaves read the updated root, then the MLP
         a = a0 + _dense(layer.final_attn, ln(a0), p, ln(u1), root_pos, every)
-        want = a + layer.mlp(a)
+        want = a + ffn(a)
     torch.testing.assert_close(y, want)
 
 

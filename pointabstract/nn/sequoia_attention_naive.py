@@ -1,4 +1,4 @@
-"""Slow reference of :class:`~pointabstract.nn.tree_attention.SequoiaAttention` (tests only).
+"""Slow reference of :class:`~pointabstract.nn.sequoia_attention.SequoiaAttention` (tests only).
 
 Node by node in Python loops, from the tree's parent pointers and point counts alone (no
 padded tables, no fused products), with the layer's own weights.
@@ -12,7 +12,7 @@ import torch
 
 from ..ops.tree import PointTree
 from ..ops.tree_tables import tree_tables_naive
-from .tree_attention import SequoiaAttention
+from .sequoia_attention import SequoiaAttention
 
 __all__ = ["sequoia_attention_naive"]
 
@@ -94,7 +94,7 @@ def _naive_cloud(layer, x, pos, tree, b, nodes):
                               [where[lvl][t] for t in sib]),
                 _naive_attend(layer.ancestors_attn, q, p, [layer.norm(h[a][i]) for a, i in anc],
                               [where[a][i] for a, i in anc])])
-            out[lvl][s] = u if lvl == 0 and layer.mode == "sequential" else u + layer.mlp(u)
+            out[lvl][s] = u if lvl == 0 and layer.mode == "sequential" else layer.mlp(u)  # u + FFN(LN2(u))
             if not counts[lvl][s]:
                 out[lvl][s] = torch.zeros_like(u)
     if layer.mode == "sequential":
@@ -103,5 +103,5 @@ def _naive_cloud(layer, x, pos, tree, b, nodes):
             read = _naive_attend(layer.final_attn, layer.norm(out[0][i]), where[0][i],
                                  [layer.norm(out[a][j]) for a, j in anc], [where[a][j] for a, j in anc])
             a0 = out[0][i] if read is None else out[0][i] + read
-            out[0][i] = a0 + layer.mlp(a0)
+            out[0][i] = layer.mlp(a0)
     return [torch.stack(row) for row in out]

@@ -1,7 +1,13 @@
-"""Input checks shared by the public ops, which validate every argument before any work.
+"""Input checks shared by the whole package: public functions validate every argument with
+these helpers before any work, so one condition always gets one wording.
 
 Every helper raises ``TypeError`` for the wrong kind of object or dtype and ``ValueError`` for
-a wrong shape, value or range, and names the argument and what arrived.
+a wrong shape, value or range, in one line that names the argument and shows what arrived.
+Scalars: :func:`check_int` (optionally ``None``), :func:`check_int_in` (an index in a closed
+range), :func:`check_float` / :func:`check_positive`, :func:`check_bool`, :func:`check_choice`.
+Tensors: :func:`check_cloud`, :func:`check_features` (per-point features of a cloud),
+:func:`check_shape`, :func:`check_ids` (integer ids / labels in a range), :func:`check_index`,
+:func:`check_lengths`, :func:`check_same_batch`.
 """
 
 from __future__ import annotations
@@ -97,21 +103,50 @@ def check_lengths(name: str, lengths, batch: int, n: int, device: torch.device,
     return lengths
 
 
+def _arrived(value) -> str:
+    """What arrived, for a message: the type and a one-line, shortened repr (a tensor or an
+    array by its shape, whose repr can span many lines)."""
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim:
+        return f"{type(value).__name__} of shape {tuple(value.shape)}"
+    text = " ".join(repr(value.item() if isinstance(value, np.generic) else value).split())
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
 def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
-              what: str = "N") -> int:
+              what: str = "N", allow_none: bool = False, note: str = "") -> int | None:
     """Check an integer argument (a Python int or a numpy integer, not a bool, float or
-    tensor) with ``low <= value <= high``; returns it as a Python int."""
+    tensor) with ``low <= value <= high``; returns it as a Python int. ``allow_none`` lets
+    ``None`` through (messages then say "or None"); ``note`` (e.g. ``" (the block's M)"``) is
+    added after the condition."""
+    if value is None and allow_none:
+        return None
+    alt = " or None" if allow_none else ""
     if isinstance(value, (bool, np.bool_, torch.Tensor)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{name} must be an int{alt}, got {_arrived(value)}")
     try:
         value = operator.index(value)  # int and numpy integers; refuses floats
     except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+        raise TypeError(f"{name} must be an int{alt}, got {_arrived(value)}") from None
     if low is not None and value < low:
-        raise ValueError(f"{name} must be a positive int, got {value}" if low == 1
-                         else f"{name} must be an int >= {low}, got {value}")
+        want = "a positive int" if low == 1 else f"an int >= {low}"
+        raise ValueError(f"{name} must be {want}{alt}{note}, got {value}")
     if high is not None and value > high:
-        raise ValueError(f"{name} must be at most {what} = {high}, got {value}")
+        raise ValueError(f"{name} must be at most {what} = {high}{note}, got {value}")
+    return value
+
+
+def check_int_in(name: str, value, low: int, high: int, *, note: str = "") -> int:
+    """Check an int in the closed range ``[low, high]``, such as the index of an item among
+    ``n`` (``check_int_in("capsule", c, 0, n - 1)``); ``note`` says where the bounds come from.
+    E.g. ``level must be an int in [1, 4] (1: leaves, 4: the root), got 7``."""
+    if isinstance(value, (bool, np.bool_, torch.Tensor)):
+        raise TypeError(f"{name} must be an int, got {_arrived(value)}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {_arrived(value)}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}]{note}, got {value}")
     return value
 
 
@@ -120,20 +155,42 @@ def check_count(name: str, value, upper: int, what: str = "N") -> int:
     return check_int(name, value, low=1, high=upper, what=what)
 
 
-def check_positive(name: str, value) -> float:
-    """Check a positive finite real number (int, float or numpy scalar); returns a float."""
+def check_float(name: str, value, *, low: float | None = None, high: float | None = None,
+                low_open: bool = False, high_open: bool = False) -> float:
+    """Check a finite real number (int, float or numpy scalar, not a bool or tensor) in the
+    interval from ``low`` to ``high`` (each bound closed unless ``*_open``); returns a float.
+    E.g. ``max_ratio must be a finite number in [0.0, 1.0), got 1.5``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        raise TypeError(f"{name} must be a real number, got {_arrived(value)}")
     value = float(value)
-    if not (value > 0 and np.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if not np.isfinite(value) or too_low or too_high:
+        if low == 0 and low_open and high is None:
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        left = "(-inf" if low is None else f"{'(' if low_open else '['}{low!r}"
+        right = "inf)" if high is None else f"{high!r}{')' if high_open else ']'}"
+        raise ValueError(f"{name} must be a finite number in {left}, {right}, got {value!r}")
     return value
 
 
-def check_choice(name: str, value, choices) -> str:
-    """Check that ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+def check_positive(name: str, value) -> float:
+    """Check a positive finite real number (int, float or numpy scalar); returns a float."""
+    return check_float(name, value, low=0.0, low_open=True)
+
+
+def check_choice(name: str, value, choices, *, allow_none: bool = False, note: str = ""):
+    """Check that ``value`` is one of ``choices`` (or ``None`` with ``allow_none``); ``note``
+    (e.g. ``" for an autoencoder"``) is added after the list. Returns ``value``."""
+    if value is None and allow_none:
+        return None
+    try:
+        ok = value in choices and not isinstance(value, (bool, np.bool_))  # True == 1
+    except (TypeError, ValueError):  # unhashable (against a dict / set), or an array
+        ok = False
+    if not ok:
+        alt = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be one of {list(choices)}{alt}{note}, got {value!r}")
     return value
 
 
@@ -196,8 +253,27 @@ def check_ids(name: str, ids, shape: tuple, letters: str, *, low: int = 0,
 def check_bool(name: str, value) -> bool:
     """Check a flag that must be a real ``bool`` (a string such as ``"False"`` is truthy)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be True or False, got {_arrived(value)}")
     return bool(value)
+
+
+def check_features(name: str, x, pos: torch.Tensor, *, pos_name: str = "pos",
+                   channels: int | None = None, finite: bool = True) -> torch.Tensor:
+    """Check per-point features ``x: (B, N, C)`` of the cloud ``pos: (B, N, 3)`` (checked
+    first): floating point, the same B and N and device as ``pos``, ``C == channels`` when
+    given, finite when ``finite``. E.g. ``x must have shape (B, N, C) = (2, 64, C) matching
+    pos (2, 64, 3), got (2, 63, 8)``."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    c = "C" if channels is None else channels
+    if x.dim() != 3 or x.shape[:2] != pos.shape[:2] or (channels is not None and x.shape[2] != channels):
+        raise ValueError(f"{name} must have shape (B, N, C) = ({pos.shape[0]}, {pos.shape[1]}, {c}) "
+                         f"matching {pos_name} {tuple(pos.shape)}, got {tuple(x.shape)}")
+    if x.device != pos.device:
+        raise ValueError(f"{name} must be on {pos.device} like {pos_name}, got {x.device}")
+    return check_cloud(name, x, dim=None, allow_empty=True, finite=finite)
 
 
 def batch_size(data, dims: int, ids) -> int:

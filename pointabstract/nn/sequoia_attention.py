@@ -7,7 +7,7 @@ sets, each giving one proposal: its children, its siblings and its ancestors up 
 The proposals are pooled with learned weights, then a residual and an MLP follow. Each node
 attends to at most ``max(leaf_size, branching) + depth`` others, so a layer costs
 O(N log N) time and memory; no (N, N) matrix is ever formed. The slow reference the tests
-compare against is :func:`~pointabstract.nn.tree_attention_naive.sequoia_attention_naive`.
+compare against is :func:`~pointabstract.nn.sequoia_attention_naive.sequoia_attention_naive`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..ops import _validate as V
+from .. import _validate as V
 from ..ops import build_tree
 from ..ops.gather import take_rows
 from ..ops.tree import PointTree
 from ..ops.tree_tables import TreeTables, node_positions, tree_tables
+from .mlp import FeedForward
 from .tree_proposal import TreeProposal, masked_softmax
 
 __all__ = ["MODES", "SequoiaAttention", "TreeProposal"]
@@ -35,7 +36,8 @@ class SequoiaAttention(nn.Module):
     the points) and sit at the mean of their points. ``LN`` is one LayerNorm applied to every
     query and key; ``mix`` averages the proposals a node has with weights
     ``softmax(alpha)`` over three learned scalars (renormalised over the proposals present:
-    leaves have no children, the root no siblings or ancestors); ``MLP(u) = u + FFN(LN2(u))``.
+    leaves have no children, the root no siblings or ancestors); ``MLP(u) = u + FFN(LN2(u))``
+    (a :class:`~pointabstract.nn.FeedForward` with GELU).
 
     ``mode="sequential"`` (the paper, default), with R the root level::
 
@@ -95,8 +97,7 @@ class SequoiaAttention(nn.Module):
         self.ancestors_attn = TreeProposal(dim, heads=heads)
         self.final_attn = TreeProposal(dim, heads=heads) if mode == "sequential" else None
         self.mix = nn.Parameter(torch.zeros(3))  # children, siblings, ancestors
-        hidden = int(dim * mlp_ratio)
-        self.mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+        self.mlp = FeedForward(dim, hidden=int(dim * mlp_ratio), act="gelu")  # u + FFN(LN2(u))
 
     def tables(self, tree: PointTree) -> TreeTables:
         """The index tables this layer needs (build once, share across layers)."""
@@ -220,7 +221,7 @@ class SequoiaAttention(nn.Module):
         out, weights, below = [None] * (top + 1), [], None
         for lvl in range(top + 1):
             u, record = self._update(lvl, h, n, positions, tables, groups, below, up[lvl], up_pos[lvl])
-            out[lvl] = u if lvl == 0 else (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)
+            out[lvl] = u if lvl == 0 else self.mlp(u) * tables.valid[lvl].unsqueeze(-1)
             below = self.norm(out[lvl])
             weights.append(record)
         record = {}
@@ -228,7 +229,7 @@ class SequoiaAttention(nn.Module):
                              torch.cat([self.norm(u) for u in out[1:]], 1), up_pos[0],
                              tables.ancestors[0], record, "final", (groups[0][0], groups[0][1], False))
         a0 = out[0] if read is None else out[0] + read[0] * read[1].unsqueeze(-1).to(out[0].dtype)
-        out[0] = a0 + self.mlp(a0)
+        out[0] = self.mlp(a0)
         weights[0].update(record)
         return out, weights
 
@@ -242,7 +243,7 @@ class SequoiaAttention(nn.Module):
             up_pos = torch.cat(positions[lvl + 1:], 1) if lvl < top else None
             u, record = self._update(lvl, h, n, positions, tables, groups, n[lvl - 1] if lvl else None,
                                      up, up_pos)
-            out[lvl] = (u + self.mlp(u)) * tables.valid[lvl].unsqueeze(-1)  # empty nodes: 0
+            out[lvl] = self.mlp(u) * tables.valid[lvl].unsqueeze(-1)  # empty nodes: 0
             weights[lvl] = record
         return out, weights
 
