@@ -437,6 +437,8 @@ ROWS = [
      r"data.sampling must be one of \['first', 'random', 'fps'\], got 'best'"),
     ("config: zero epochs", lambda t: load_config(None, ["optim.epochs=0"]), ValueError,
      r"optim.epochs must be a positive int, got 0"),
+    ("config: schedule every batch", lambda t: load_config(None, ["optim.schedule_every=batch"]), ValueError,
+     r"optim.schedule_every must be one of \['epoch', 'step'\], got 'batch'"),
     ("config: infinite lr", lambda t: load_config(None, ["optim.lr=inf"]), ValueError,
      r"optim.lr must be a positive finite number, got inf"),
     ("config: negative lr", lambda t: load_config(None, ["optim.lr=-1e-3"]), ValueError,

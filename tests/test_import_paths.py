@@ -33,6 +33,10 @@ MOVED = [
     ("pointabstract.data.datasets.modelnet", "SAMPLINGS", "pointabstract.data.datasets.sampling"),
     ("pointabstract.data.datasets.modelnet", "list_folder", "pointabstract.data.datasets.folders"),
     ("pointabstract.data.datasets.modelnet", "read_names", "pointabstract.data.datasets.folders"),
+    ("pointabstract.engine.trainer", "ShardSampler", "pointabstract.engine.sampler"),
+    ("pointabstract.engine.trainer", "make_loader", "pointabstract.engine.sampler"),
+    ("pointabstract.engine.trainer", "build_optimizer", "pointabstract.engine.schedule"),
+    ("pointabstract.engine.trainer", "run_epochs", "pointabstract.engine.schedule"),
     # Sequoia's attention: nn/tree_attention.py became nn/sequoia_attention.py (issue 31)
     ("pointabstract.nn", "SequoiaAttention", "pointabstract.nn.sequoia_attention"),
     ("pointabstract.nn", "sequoia_attention_naive", "pointabstract.nn.sequoia_attention_naive"),

@@ -1,27 +1,30 @@
 """The training columns of ``pointabstract bench capsules``: one seeded training run of a
-point-capsule autoencoder for a fixed number of steps, then what it learned.
+point-capsule autoencoder through the engine (:func:`~pointabstract.engine.train` with a step
+budget, the loop every user trains with), then what it learned.
 
-Per run (:func:`train_run`): test Chamfer distance and F-score on a fixed subset of the
-ShapeNetPart-layout test split (the reconstruction task's metrics, BatchNorm statistics
-recomputed at the final weights as in training), the mean capsule part purity and the
-capsule-by-part table (which part of the test airplanes each capsule's decoded points fall
-in, Fig. 5 of the Centroid Transformers paper), and a linear probe:
+Per run (:func:`train_run`), in its own run folder: test Chamfer distance, F-score and mean
+capsule part purity on the ShapeNetPart-layout test split (the reconstruction task's final
+evaluation, BatchNorm statistics recomputed at the final weights, as ``metrics.json`` records
+it); then, from the ``last.pt`` it wrote (:func:`~pointabstract.engine.restore`), the
+capsule-by-part table (which part of the test airplanes each capsule's decoded points fall in,
+Fig. 5 of the Centroid Transformers paper) and a linear probe:
 :func:`~.linear_probe.fit_linear_svc` on the frozen, flattened latent capsules of a fixed
-subset of the classification split (the
-ModelNet40 layout of the same root), accuracy on a subset of its test split.
+subset of the classification split (the ModelNet40 layout of the same root), accuracy on a
+subset of its test split.
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
-from types import SimpleNamespace
+import json
+from pathlib import Path
 
 import torch
 
-from .capsule_models import build
+from .capsule_models import model_name, model_overrides
 
-__all__ = ["capsule_part_table", "category_part_counts", "encode_capsules", "train_run"]
+__all__ = ["capsule_part_table", "category_part_counts", "encode_capsules", "run_config", "train_run"]
+
+_FOREVER = 10**6  # epochs, decay interval and evaluation interval of a step-budget run (never reached)
 
 
 def _subset(ds, count: int, seed: int = 0):
@@ -32,14 +35,21 @@ def _subset(ds, count: int, seed: int = 0):
     return torch.utils.data.Subset(ds, sorted(order.tolist()))
 
 
-def _task(dataset: str, root: str, points: int, batch: int, seed: int, bn_batches: int):
-    from ..engine.config import DataConfig
-    from ..engine.tasks.reconstruction import ReconstructionSettings, ReconstructionTask
+def run_config(caps: int, routing: str, seed: int, *, steps: int, data: str, points: int, out: str | Path,
+               batch: int = 8, lr: float = 1e-3, bn_batches: int = 20, tiny: bool = False):
+    """The engine run of one training column: ``steps`` Adam steps at a constant ``lr`` of
+    ``batch`` clouds (``points`` each) of the ShapeNetPart layout under ``data``, evaluated
+    once at the end, into ``out``."""
+    from ..engine import load_config
 
-    data = DataConfig(dataset=dataset, root=root, num_points=points, batch_size=batch, workers=0)
-    cfg = SimpleNamespace(data=data, seed=seed,
-                          task_config=lambda: ReconstructionSettings(bn_batches=bn_batches, examples=0))
-    return ReconstructionTask(cfg)
+    return load_config(None, {
+        "model": model_name(caps, routing), "task": "reconstruction", "seed": seed, "device": "cpu",
+        "data.dataset": "shapenet_part", "data.root": str(data), "data.num_points": points,
+        "data.batch_size": batch, "data.eval_batch_size": 16, "data.workers": 0,
+        "optim.optimizer": "adam", "optim.lr": lr, "optim.schedule": "step", "optim.step_size": _FOREVER,
+        "optim.epochs": _FOREVER, "optim.max_steps": steps, "log.eval_every": _FOREVER,
+        "log.out_dir": str(out), "log.progress": False, "log.tensorboard": False,
+        "task.bn_batches": bn_batches, "task.examples": 0, **model_overrides(caps, routing, tiny=tiny)})
 
 
 @torch.no_grad()
@@ -63,7 +73,7 @@ def category_part_counts(model, ds, category: str) -> dict:
         ``{"category", "shapes", "parts": part names, "counts": (L, parts) nested list}``.
     """
     from ..data import SHAPENET_PART, collate
-    from ..engine.tasks.reconstruction import capsule_purity
+    from ..engine.metrics import capsule_purity
 
     cat = next(i for i, c in enumerate(SHAPENET_PART) if c.name == category)
     mine = [ds[i] for i in range(len(ds)) if int(ds[i]["category"]) == cat]
@@ -94,48 +104,42 @@ def capsule_part_table(parts: dict) -> list[str]:
     return lines
 
 
-def train_run(caps: int, routing: str, seed: int, *, steps: int, data: str, points: int, batch: int = 8,
-              lr: float = 1e-3, test_shapes: int = 100, probe_train: int = 200, probe_test: int = 100,
+def train_run(caps: int, routing: str, seed: int, *, steps: int, data: str, points: int, out: str | Path,
+              batch: int = 8, lr: float = 1e-3, probe_train: int = 200, probe_test: int = 100,
               bn_batches: int = 20, table_category: str = "Airplane", tiny: bool = False) -> dict:
-    """Train ``steps`` Adam steps of ``batch`` clouds (``points`` each) on the ShapeNetPart layout
-    under ``data``, then measure (module docstring). ``probe_train`` 0 skips the probe;
+    """Train (:func:`run_config`, into the run folder ``out``, replacing the benchmark's earlier
+    run there), then measure (module docstring). ``probe_train`` 0 skips the probe;
     ``table_category``: the category of the capsule-by-part table.
 
     Returns:
-        ``{"cd_e3", "fscore", "purity", "probe_acc"?, "train_s", "steps", "capsule_parts"`` (all
-        test shapes, the reconstruction task's), ``"category_parts"`` (one category)``}``.
+        ``{"cd_e3", "fscore", "purity", "probe_acc"?, "train_s"`` (the epochs' training time,
+        evaluation left out), ``"steps", "capsule_parts"`` (all test shapes, the reconstruction
+        task's), ``"category_parts"`` (one category)``}``.
     """
-    from ..data import collate
+    from ..engine import restore, train
 
-    task = _task("shapenet_part", data, points, batch, seed, bn_batches)
-    train, test = task.dataset("train", train=True), task.dataset("test", train=False)
-    torch.manual_seed(seed)
-    model = build(caps, routing, tiny=tiny)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    done, epoch, started = 0, 0, time.perf_counter()
-    while done < steps:
-        train.set_epoch(epoch)
-        for b in torch.utils.data.DataLoader(train, batch_size=batch, shuffle=True, generator=gen,
-                                             collate_fn=collate, drop_last=True):
-            opt.zero_grad()
-            task.step(model, b, torch.device("cpu"))[0].backward()
-            opt.step()
-            done += 1
-            if done >= steps:
-                break
-        epoch += 1
-    train_s = time.perf_counter() - started
-    loader = torch.utils.data.DataLoader(_subset(test, test_shapes), batch_size=16, collate_fn=collate)
-    metrics = task.evaluate(model, loader, torch.device("cpu"), autocast=contextlib.nullcontext)
-    out = {"cd_e3": metrics["chamfer"] * 1e3, "fscore": metrics["fscore"], "purity": metrics["purity"],
-           "train_s": train_s, "steps": done, "capsule_parts": metrics["capsule_parts"],
-           "category_parts": category_part_counts(model, _subset(test, test_shapes), table_category)}
+    cfg = run_config(caps, routing, seed, steps=steps, data=data, points=points, out=out, batch=batch, lr=lr,
+                     bn_batches=bn_batches, tiny=tiny)
+    metrics = train(cfg, overwrite=True)  # the benchmark's own run folder
+    log = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    test = restore(Path(out) / "last.pt", data_root=data)
+    row = {"cd_e3": metrics["chamfer"] * 1e3, "fscore": metrics["fscore"], "purity": metrics["purity"],
+           "train_s": sum(r["epoch_s"] for r in log), "steps": log[-1]["step"],
+           "capsule_parts": metrics["capsule_parts"],
+           "category_parts": category_part_counts(test.model, test.dataset, table_category)}
     if probe_train > 0:
-        from .linear_probe import probe_accuracy
+        row["probe_acc"] = _probe(Path(out) / "last.pt", data, probe_train, probe_test)
+    return row
 
-        cls = _task("modelnet40", data, points, batch, seed, 0)
-        fx, fy = encode_capsules(model, _subset(cls.dataset("train", train=False), probe_train))
-        tx, ty = encode_capsules(model, _subset(cls.dataset("test", train=False), probe_test))
-        out["probe_acc"] = probe_accuracy(fx, fy, tx, ty)
-    return out
+
+def _probe(last: Path, data: str, count_train: int, count_test: int) -> float:
+    """Linear-probe accuracy of the latent capsules of the model in ``last`` on the classification
+    split (ModelNet40 layout) of ``data``: fitted on ``count_train`` shapes, scored on ``count_test``."""
+    from ..engine import restore
+    from .linear_probe import probe_accuracy
+
+    features = []
+    for split, count in (("train", count_train), ("test", count_test)):
+        run = restore(last, data_root=data, split=split, overrides={"data.dataset": "modelnet40"})
+        features += encode_capsules(run.model, _subset(run.dataset, count))
+    return probe_accuracy(*features)

@@ -12,16 +12,18 @@ latent capsules (``capsule_ae_small_*``: 512 x 16 -> 12 x 128) and 64 (``capsule
 - the largest batch whose training step fits under ``--cap-mb`` MiB of address space above
   the warmed-up process (``RLIMIT_AS``; the paper's "maximum batch size per GPU"), found by
   doubling then bisection, each try in a fresh process;
-- training columns, mean ± std over ``--seeds`` (:mod:`.seeds`), each run a fixed number of
-  Adam steps of 8 clouds (the same budget for every routing, so the quality numbers do not depend
-  on the machine's load; the time it took is reported beside them) on the ShapeNetPart layout of
-  the synthetic data, the hard level by default (``--level easy``, ``--data ROOT``): test Chamfer
-  distance and F-score, mean capsule part purity, a capsule-by-part table of the test airplanes
-  per routing, and a linear-SVM probe of the frozen latent capsules on the classification split
-  (ModelNet40 layout) of the same level (:mod:`.capsule_training`, :mod:`.linear_probe`).
-  Default (a few minutes): 25 steps, 12 capsules only, 1,024 input points, 100 test shapes,
-  probe on 200 / 100 shapes. ``--full``: 1,500 steps, 12 and 64 capsules, 2,048 points, every
-  test shape, probe on 2,000 / 1,000 shapes (hours on 2 CPU cores).
+- training columns, mean ± std over ``--seeds`` (:mod:`.seeds`), each run trained by the
+  engine (``pointabstract train``'s loop, one run folder per routing and seed under ``--runs``)
+  for a fixed number of Adam steps of 8 clouds (the same budget for every routing, so the
+  quality numbers do not depend on the machine's load; the time it took is reported beside
+  them) on the ShapeNetPart layout of the synthetic data, the hard level by default
+  (``--level easy``, ``--data ROOT``): test Chamfer distance and F-score and mean capsule part
+  purity on the whole test split (the task's evaluation), a capsule-by-part table of the test
+  airplanes per routing, and a linear-SVM probe of the frozen latent capsules on the
+  classification split (ModelNet40 layout) of the same level (:mod:`.capsule_training`,
+  :mod:`.linear_probe`). Default (a few minutes): 25 steps, 12 capsules only, 1,024 input
+  points, probe on 200 / 100 shapes. ``--full``: 1,500 steps, 12 and 64 capsules, 2,048 points,
+  probe on 2,000 / 1,000 shapes (hours on 2 CPU cores).
 
 The cost columns are measured by :mod:`.capsule_timing`, the training columns by
 :mod:`.capsule_training`. The results go to ``runs/bench/capsules.md`` and ``.json``
@@ -72,8 +74,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="capsule counts trained (default 12; --full 12 64)")
     parser.add_argument("--train-points", type=int, default=None,
                         help=f"input points in training (default {SHORT['points']}, --full {FULL['points']})")
-    parser.add_argument("--test-shapes", type=int, default=None,
-                        help=f"test shapes scored (default {SHORT['test']}, --full all)")
     parser.add_argument("--probe", type=int, nargs=2, default=None, metavar=("TRAIN", "TEST"),
                         help=f"classification shapes of the linear probe (default {SHORT['probe']}, "
                              f"--full {FULL['probe']}; 0 0: skip)")
@@ -85,12 +85,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-timing", action="store_true", help="only the training columns")
     parser.add_argument("--out", default=None, help="also write the rows as JSON here")
     parser.add_argument("--results", default="runs/bench", help="folder of capsules.md / capsules.json")
+    parser.add_argument("--runs", default="runs/bench_capsules",
+                        help="the training runs' folders (<caps>_<routing>/seed<s>, replaced on each run)")
     parser.add_argument("--tiny", action="store_true", help="registry test sizes (a smoke test of the bench)")
 
 
-# the training budgets: (steps of 8 clouds, capsule counts, input points, test shapes, probe shapes)
-SHORT = {"steps": 25, "caps": [12], "points": 1024, "test": 100, "probe": [200, 100]}
-FULL = {"steps": 1500, "caps": [12, 64], "points": 2048, "test": 0, "probe": [2000, 1000]}
+# the training budgets: (steps of 8 clouds, capsule counts, input points, probe shapes)
+SHORT = {"steps": 25, "caps": [12], "points": 1024, "probe": [200, 100]}
+FULL = {"steps": 1500, "caps": [12, 64], "points": 2048, "probe": [2000, 1000]}
 
 
 def _data_root(args) -> str:
@@ -103,7 +105,7 @@ def _data_root(args) -> str:
     return hard if args.level == "hard" else easy
 
 
-def _check_options(args, *, steps: int, train_caps, points: int, test: int, probe) -> None:
+def _check_options(args, *, steps: int, train_caps, points: int, probe) -> None:
     """Refuse, before any work, options that are out of range or select nothing to measure."""
     from ..engine.run_dir import check_writable_file
     from .records import check_at_least, kept
@@ -131,7 +133,6 @@ def _check_options(args, *, steps: int, train_caps, points: int, test: int, prob
             raise ValueError(f"--train-caps selects no capsule count; choose from {sorted(SIZES)}")
         check_at_least("--seeds", args.seeds, 1, "training runs per routing")
         check_at_least("--train-points", points, 1)
-        check_at_least("--test-shapes", test, 0, "0: all")
         check_at_least("--probe", min(probe), 0, "0 0: skip")
 
 
@@ -144,9 +145,8 @@ def main(args: argparse.Namespace) -> int:
     steps = budget["steps"] if args.train_steps is None else args.train_steps
     train_caps = budget["caps"] if args.train_caps is None else args.train_caps
     points = budget["points"] if args.train_points is None else args.train_points
-    test = budget["test"] if args.test_shapes is None else args.test_shapes
     probe = budget["probe"] if args.probe is None else args.probe
-    _check_options(args, steps=steps, train_caps=train_caps, points=points, test=test, probe=probe)
+    _check_options(args, steps=steps, train_caps=train_caps, points=points, probe=probe)
     rows = [] if args.skip_timing else timing_rows(args)
     runs, sections = [], []
     if steps > 0:
@@ -156,11 +156,11 @@ def main(args: argparse.Namespace) -> int:
         def run_one(variant, seed):
             caps, routing = variant.split("/")
             return train_run(int(caps), routing, seed, steps=steps, data=data, points=points,
-                             test_shapes=test, probe_train=probe[0], probe_test=probe[1], tiny=args.tiny)
+                             out=Path(args.runs) / f"{caps}_{routing}" / f"seed{seed}", probe_train=probe[0],
+                             probe_test=probe[1], tiny=args.tiny)
 
         runs = run_seeds(variants, run_one, seeds=args.seeds)
-        sections = _training_sections(runs, variants, data=data, steps=steps, points=points, test=test,
-                                      probe=probe)
+        sections = _training_sections(runs, variants, data=data, steps=steps, points=points, probe=probe)
     for row in rows:  # the measured Chamfer beside the paper's in the cost table
         row["cd_e3"] = [r["cd_e3"] for r in runs if r["variant"] == f"{row['caps']}/{row['routing']}"]
     if rows:
@@ -185,7 +185,7 @@ def _command() -> str:
     return " ".join(["pointabstract bench capsules", *tail])
 
 
-def _training_sections(runs, variants, *, data, steps, points, test, probe) -> list[str]:
+def _training_sections(runs, variants, *, data, steps, points, probe) -> list[str]:
     from .capsule_training import capsule_part_table
     from .seeds import beyond_spread, summarise
     from .seeds import format_table as seed_table
@@ -195,7 +195,8 @@ def _training_sections(runs, variants, *, data, steps, points, test, probe) -> l
               "train_s": "train s", "probe_acc": "linear probe acc"}
     summary = summarise(runs, cols)
     out = [f"## Training: {steps} steps of 8 clouds x {points} points, Adam 1e-3, on {data}", "",
-           f"Test Chamfer (squared L2, mean per direction, summed) on {test or 'all'} test shapes; "
+           "Test Chamfer (squared L2, mean per direction, summed) on all test shapes, BatchNorm statistics "
+           "recomputed at the final weights (the reconstruction task's evaluation); "
            f"probe: linear SVM (squared hinge, C = 1, one-vs-rest) on the flattened latent capsules of "
            f"{probe[0]} classification train shapes, accuracy on {probe[1]} test shapes.", ""]
     for caps in sorted({v.split("/")[0] for v in variants}, key=int):

@@ -2,8 +2,10 @@
 
 For one classifier (the demo-sized centroid transformer, ``configs/demo.yaml``) and one
 segmenter (``softmax_seg_demo``), on the hard synthetic level (``--data``, both layouts of
-``pointabstract data synth --level hard``), trains every variant for a fixed number of steps
-over ``--seeds`` seeds and reports test accuracy / instance mIoU as mean ± std:
+``pointabstract data synth --level hard``), trains every variant with the engine (the loop
+every user trains with; one run folder per host, variant and seed under ``--runs``) for a fixed
+number of AdamW steps, the learning rate on a cosine over them, over ``--seeds`` seeds, and
+reports test accuracy / instance mIoU on the whole test split as mean ± std:
 
 - ``none``: the host without ContextPool (the reference);
 - ``cp``: ContextPool after every attention block (learned weights, softmax, learned Gaussian);
@@ -15,17 +17,14 @@ over ``--seeds`` seeds and reports test accuracy / instance mIoU as mean ± std:
 Beside the metric: parameters, the time of one training step (forward + backward + AdamW;
 the fastest of ``--repeats`` steps, as other processes only ever slow a step down) and its
 peak memory (resident high-water mark above the level before the step), each measured once
-per variant in a fresh process, with the overhead in % over ``none``. The default budget
-(``--steps 60 --seeds 3``, 300 test clouds) took 19 min on a shared 2-core CPU; ``--long``
-trains 400 steps per run on the whole test set. Everything runs on the CPU; times depend on
-the machine and its load.
+per variant in a fresh process, with the overhead in % over ``none``. The default budget is
+``--steps 60 --seeds 3``; ``--long`` trains 400 steps per run. Everything runs on the CPU; times
+depend on the machine and its load.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import math
 import statistics
 import time
 from pathlib import Path
@@ -59,100 +58,52 @@ PAPER = {"none": ("28.16", "77.9"), "cp": ("28.91", "79.9"), "unnormalised": ("2
          "fixed_window": ("28.55", "78.9"), "fewer_cp": ("-", "76.8 (10 vs 12 layers)")}
 
 
-def _config(host: str, variant: str, data: str, seed: int):
+_FOREVER = 10**6  # epochs and evaluation interval of a step-budget run (never reached)
+# the half-depth overrides of ``fewer_cp`` at the registry's test size (``--tiny``)
+_TINY_FEWER = {"classifier": {"model.widths": [8, 16], "model.ratios": [0.5]},
+               "segmenter": {"model.layers": 1}}
+
+
+def _config(host: str, variant: str, data: str, seed: int, *, steps: int = 1,
+            out: str | Path = "runs/bench_contextpool/scratch", tiny: bool = False):
+    """The engine run of ``variant`` of ``host``: ``steps`` AdamW steps, the learning rate on a
+    cosine over those steps (``optim.schedule_every=step``), evaluated once at the end, into
+    ``out``; ``tiny``: the registry's test size (a smoke test of this benchmark), keeping the
+    variant's keys."""
     from ..engine import load_config
+    from ..engine.config import preset_path, read_preset
+    from ..models import MODELS
 
     if host not in HOSTS:
         raise ValueError(f"host must be one of {list(HOSTS)}, got {host!r}")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
     base, fewer, _, _ = HOSTS[host]
-    flat = {k: v for k, v in base.items() if k != "preset"}
-    flat.update({"data.root": data, "data.workers": 0, "seed": seed, "device": "cpu", "log.progress": False})
+    flat = read_preset(preset_path(base["preset"])) if "preset" in base else {}
+    flat.update({k: v for k, v in base.items() if k != "preset"})
+    if tiny:
+        flat = {k: v for k, v in flat.items() if not k.startswith("model.")}
+        flat.update({f"model.{k}": list(v) if isinstance(v, tuple) else v
+                     for k, v in MODELS[flat["model"]].tiny.items()})
+    flat.update({"data.root": data, "data.workers": 0, "seed": seed, "device": "cpu", "log.progress": False,
+                 "log.tensorboard": False, "log.out_dir": str(out), "log.eval_every": _FOREVER,
+                 "optim.optimizer": "adamw", "optim.schedule": "cosine", "optim.schedule_every": "step",
+                 "optim.epochs": _FOREVER, "optim.max_steps": steps})
     flat.update({f"model.{k}": v for k, v in VARIANTS[variant].items()})
     if variant == "fewer_cp":
-        flat.update(fewer)
-    return load_config(base.get("preset"), flat)
+        flat.update(_TINY_FEWER[host] if tiny else fewer)
+    return load_config(None, flat)
 
 
-def _build(cfg, task, variant: str, *, tiny: bool):
-    import torch
-
-    from ..models import build_model
-
-    torch.manual_seed(cfg.seed)
-    args = {**cfg.model_args, **task.model_args()}
-    if tiny:  # the registry's test size (a smoke test of this benchmark), keeping the variant keys
-        args = {k: v for k, v in args.items() if k.startswith("context_pool") or k in task.model_args()}
-        if variant == "fewer_cp":
-            half = {"widths": (8, 16), "ratios": (0.5,)} if "widths" in cfg.model_args else {"layers": 1}
-            args.update(half)
-    return build_model(cfg.model, tiny=tiny, **args)
-
-
-def _optimiser(model, cfg, steps: int):
-    import torch
-
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
-    cosine = lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))  # noqa: E731
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine)
-    return opt, sched
-
-
-def train_eval(host: str, variant: str, seed: int, *, data: str, steps: int, eval_samples: int,
+def train_eval(host: str, variant: str, seed: int, *, data: str, steps: int, out: str | Path,
                tiny: bool = False) -> dict:
-    """Train ``variant`` of ``host`` for ``steps`` AdamW steps (cosine schedule) from ``seed``;
-    return its test metric on ``eval_samples`` evenly spaced test clouds (0: all)."""
-    import torch
+    """Train ``variant`` of ``host`` from ``seed`` with the engine (:func:`_config`, into the run
+    folder ``out``, replacing the benchmark's earlier run there); its test metric on the whole
+    test split (the task's evaluation) and the steps trained."""
+    from ..engine import load_checkpoint, train
 
-    from ..data import collate
-    from ..engine import task_class
-
-    cfg = _config(host, variant, data, seed)
-    task = task_class(cfg.task)(cfg)
-    train, test = task.dataset("train", train=True), task.dataset("test", train=False)
-    model = _build(cfg, task, variant, tiny=tiny)
-    opt, sched = _optimiser(model, cfg, steps)
-    gen = torch.Generator().manual_seed(seed)
-    device, done, epoch = torch.device("cpu"), 0, 0
-    model.train()
-    while done < steps:
-        train.set_epoch(epoch)
-        for batch in torch.utils.data.DataLoader(train, batch_size=cfg.data.batch_size, shuffle=True,
-                                                 generator=gen, collate_fn=collate, drop_last=True):
-            opt.zero_grad(set_to_none=True)
-            task.step(model, batch, device)[0].backward()
-            opt.step()
-            sched.step()
-            done += 1
-            if done >= steps:
-                break
-        epoch += 1
-    if eval_samples and eval_samples < len(test):
-        test = _Subset(test, torch.linspace(0, len(test) - 1, eval_samples).long().tolist())
-    loader = torch.utils.data.DataLoader(test, batch_size=cfg.data.eval_batch_size, collate_fn=collate)
-    metrics = task.evaluate(model.eval(), loader, device, autocast=contextlib.nullcontext)
-    return {"metric": float(metrics[HOSTS[host][2]]), "steps": done}
-
-
-def _Subset(dataset, indices):
-    """A subset that the tasks' evaluation can use like its dataset (its ``transform`` and other
-    attributes are the dataset's)."""
-    from torch.utils.data import Subset
-
-    class _Forwarding(Subset):
-        def __getattr__(self, name):
-            return getattr(self.dataset, name)
-
-        @property
-        def transform(self):
-            return self.dataset.transform
-
-        @transform.setter
-        def transform(self, value):
-            self.dataset.transform = value
-
-    return _Forwarding(dataset, indices)
+    metrics = train(_config(host, variant, data, seed, steps=steps, out=out, tiny=tiny), overwrite=True)
+    return {"metric": float(metrics[HOSTS[host][2]]), "steps": load_checkpoint(Path(out) / "last.pt")["step"]}
 
 
 def measure_cost(host: str, variant: str, *, data: str, repeats: int, tiny: bool = False) -> dict:
@@ -160,14 +111,17 @@ def measure_cost(host: str, variant: str, *, data: str, repeats: int, tiny: bool
     import torch
 
     from ..data import collate
-    from ..engine import task_class
+    from ..engine import build_task
+    from ..engine.trainer import build_optimizer
+    from ..models import build_model
     from .measure import measure_step
 
-    cfg = _config(host, variant, data, 0)
-    task = task_class(cfg.task)(cfg)
+    cfg = _config(host, variant, data, 0, tiny=tiny)
+    task = build_task(cfg)
     train = task.dataset("train", train=True)
-    model = _build(cfg, task, variant, tiny=tiny).train()
-    opt, _ = _optimiser(model, cfg, 1)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).train()
+    opt, _ = build_optimizer(cfg, model)
     batch = collate([train[i] for i in range(cfg.data.batch_size)])
 
     def step(b):
@@ -247,13 +201,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hosts", nargs="+", choices=list(HOSTS), default=list(HOSTS))
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--seeds", type=int, default=3, help="training runs per variant (mean ± std)")
-    parser.add_argument("--steps", type=int, default=60, help="AdamW steps per training run")
-    parser.add_argument("--eval-samples", type=int, default=300, help="test clouds evaluated (0: all)")
+    parser.add_argument("--steps", type=int, default=60, help="AdamW steps per run (cosine over them)")
     parser.add_argument("--repeats", type=int, default=8, help="timed steps of the cost columns (fastest)")
-    parser.add_argument("--long", action="store_true", help="400 steps per run, the whole test set")
+    parser.add_argument("--long", action="store_true", help="400 steps per run")
     parser.add_argument("--cost-only", action="store_true",
                         help="only the cost columns (params, time per step, peak memory): no training")
     parser.add_argument("--out-dir", default="runs/bench", help="where the markdown and JSON go")
+    parser.add_argument("--runs", default="runs/bench_contextpool",
+                        help="the training runs' folders (<host>/<variant>/seed<s>, replaced on each run)")
     parser.add_argument("--tiny", action="store_true", help="registry test sizes (a smoke test of the bench)")
 
 
@@ -268,7 +223,7 @@ def main(args: argparse.Namespace) -> int:
     from .records import check_at_least
     from .seeds import run_seeds, summarise, write_results
 
-    steps, evals = (400, 0) if args.long else (args.steps, args.eval_samples)
+    steps = 400 if args.long else args.steps
     if not args.hosts:
         raise ValueError(f"--hosts selects no host; choose from {list(HOSTS)}")
     if "none" not in args.variants:
@@ -277,7 +232,6 @@ def main(args: argparse.Namespace) -> int:
     if not args.cost_only:
         check_at_least("--seeds", args.seeds, 1, "training runs per variant")
         check_at_least("--steps", steps, 1)
-        check_at_least("--eval-samples", evals, 0, "0: all")
         record = Path(args.out_dir) / f"contextpool_{steps}steps_{args.seeds}seeds.md"
         check_writable_file(record, what="--out-dir")
     started = time.perf_counter()
@@ -296,7 +250,7 @@ def main(args: argparse.Namespace) -> int:
             tables.append(f"## {host}: cost of one training step\n\n" + format_costs(costs))
             continue
         mine = run_seeds(args.variants, lambda v, s, h=host: train_eval(
-            h, v, s, data=args.data, steps=steps, eval_samples=evals, tiny=args.tiny),
+            h, v, s, data=args.data, steps=steps, out=Path(args.runs) / h / v / f"seed{s}", tiny=args.tiny),
             seeds=args.seeds, progress=lambda line, h=host: print(f"{h} {line}", flush=True))
         for r in mine:
             r.update(host=host, **{k: v for k, v in costs[r["variant"]].items() if k != "error"})

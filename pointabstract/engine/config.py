@@ -49,7 +49,9 @@ class OptimConfig:
     lr: float = 1e-3  # initial learning rate
     weight_decay: float = 0.0  # decoupled for adamw, L2 for adam
     schedule: str = "step"  # step (x gamma every step_size epochs) | cosine (to 0 at the end)
-    step_size: int = 20  # epochs between decays of the step schedule
+    schedule_every: str = "epoch"  # when the schedule advances: epoch | step (each optimizer step:
+    #                                step_size counts steps, cosine spans the run's steps)
+    step_size: int = 20  # epochs (or steps, see schedule_every) between decays of the step schedule
     gamma: float = 0.7  # decay factor of the step schedule
     grad_clip: float = 0.0  # max gradient norm (0: off)
 
@@ -246,6 +248,7 @@ def check_config(cfg: RunConfig) -> None:
     V.check_choice("data.sampling", d.sampling, ("first", "random", "fps"))
     V.check_choice("optim.optimizer", o.optimizer, ("adam", "adamw"))
     V.check_choice("optim.schedule", o.schedule, ("step", "cosine"))
+    V.check_choice("optim.schedule_every", o.schedule_every, ("epoch", "step"))
     V.check_float("data.test_fraction", d.test_fraction, low=0.0, low_open=True, high=1.0, high_open=True)
     V.check_positive("optim.lr", o.lr)
     V.check_float("optim.weight_decay", o.weight_decay, low=0.0)

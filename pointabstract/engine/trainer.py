@@ -1,4 +1,5 @@
-"""The training loop shared by every task: one epoch, evaluate, log, checkpoint, repeat."""
+"""The training loop shared by every task: one epoch, evaluate, log, checkpoint, repeat, until
+``optim.epochs`` or the step budget ``optim.max_steps``; hooks see the :class:`Run` after each epoch."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,64 +30,14 @@ from .run_dir import (
     prepare_out_dir,
     remove_stale_temporaries,
 )
+from .sampler import ShardSampler, make_loader
+from .schedule import build_optimizer, replay_schedule, run_epochs, schedule_length
 from .sync_bn import convert_sync_batchnorm
 from .tasks import build_task
 from .tasks.preflight import check_before_training
 
-__all__ = ["ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader", "train"]
-
-
-class ShardSampler(torch.utils.data.Sampler):
-    """Indices of one process's shard: a seeded shuffle per epoch (training) or the plain
-    order (evaluation), split round-robin over processes without padding or duplicates.
-
-    With ``batch_size`` (the global training batch, a multiple of ``world_size``), consecutive
-    per-process batches of ``batch_size / world_size`` together hold exactly the global batches
-    of a one-process run; a last global batch with fewer samples than processes (which would
-    leave a process without a batch) is dropped, which never happens with one process."""
-
-    def __init__(self, n: int, *, rank: int = 0, world_size: int = 1, shuffle: bool = False,
-                 seed: int = 0, batch_size: int | None = None):
-        self.n, self.rank, self.world, self.shuffle, self.seed = n, rank, world_size, shuffle, seed
-        self.epoch = 0
-        tail = n % batch_size if batch_size else 0
-        self.used = n - tail if 0 < tail < world_size else n
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __iter__(self):
-        if self.shuffle:
-            g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
-            order = torch.randperm(self.n, generator=g).tolist()
-        else:
-            order = list(range(self.n))
-        return iter(order[: self.used][self.rank :: self.world])
-
-    def __len__(self) -> int:
-        return len(range(self.rank, self.used, self.world))
-
-
-def build_optimizer(cfg: RunConfig, model: torch.nn.Module, *, epochs: int | None = None):
-    """Adam + step decay (the paper: 1e-3, x0.7 every 20 epochs) or AdamW + cosine over
-    ``epochs`` (default ``optim.epochs``; the trainer passes the epochs a step budget leaves)."""
-    o = cfg.optim
-    if o.optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    elif o.optimizer == "adamw":
-        opt = torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    else:
-        raise ValueError(f"optim.optimizer must be 'adam' or 'adamw', got {o.optimizer!r}")
-    return opt, _build_schedule(opt, cfg, cfg.optim.epochs if epochs is None else epochs)
-
-
-def _build_schedule(opt: torch.optim.Optimizer, cfg: RunConfig, epochs: int):
-    o = cfg.optim
-    if o.schedule == "step":
-        return torch.optim.lr_scheduler.StepLR(opt, step_size=o.step_size, gamma=o.gamma)
-    if o.schedule == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
-    raise ValueError(f"optim.schedule must be 'step' or 'cosine', got {o.schedule!r}")
+__all__ = ["EpochEndHook", "Run", "ShardSampler", "TrainingDivergedError", "build_optimizer", "make_loader",
+           "run_epochs", "schedule_length", "train"]
 
 
 def _seed_everything(seed: int) -> None:
@@ -93,30 +46,62 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def make_loader(ds, sampler, batch_size: int, workers: int, *, generator: torch.Generator | None = None):
-    """A DataLoader over ``ds`` with our collate (ragged batches get ``lengths``).
-
-    Each pass over a DataLoader draws its workers' base seed from ``generator``, or from the
-    global torch RNG when it is None (what training draws dropout from): evaluation loaders get
-    a generator of their own, so that how often a run evaluates does not change its training."""
-    from ..data import collate
-
-    return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
-                                       collate_fn=collate, persistent_workers=False, generator=generator,
-                                       multiprocessing_context="fork" if workers else None)
-
-
 class TrainingDivergedError(ValueError):
     """The training loss became NaN or Inf (or the weights did): the run stopped, and the last
     checkpoint written (if any) is the last good one."""
 
 
+EpochEndHook = Callable[["Run"], None]
+
+
+@dataclass(eq=False)
+class Run:
+    """The state of one :func:`train` call: what the loop works on, and what epoch-end hooks see.
+
+    ``epoch`` and ``step`` count what is done (epochs finished, optimizer steps taken, resumed
+    ones included); ``metrics`` is the last evaluation, ``row`` the last epoch's metrics.jsonl
+    line. ``model`` is what trains (the DDP wrapper under torchrun), ``core`` the model itself
+    (what is evaluated and saved)."""
+
+    cfg: RunConfig
+    ctx: DistContext
+    task: object
+    model: torch.nn.Module
+    core: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: object
+    train_ds: object
+    train_sampler: ShardSampler
+    train_loader: torch.utils.data.DataLoader
+    test_loader: torch.utils.data.DataLoader
+    epochs: int  # the epochs this run trains (fewer than optim.epochs when optim.max_steps ends it)
+    autocast: Callable
+    epoch: int = 0
+    step: int = 0
+    best: float = -math.inf  # sign * task metric of best.pt (sign: +1 for mode "max", -1 for "min")
+    best_epoch: int = 0
+    metrics: dict = field(default_factory=dict)
+    row: dict = field(default_factory=dict)
+    log: RunLog | None = None
+
+    @property
+    def out(self) -> Path:
+        return Path(self.cfg.log.out_dir)
+
+    @property
+    def sign(self) -> float:
+        return 1.0 if self.task.mode == "max" else -1.0
+
+
 def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None,
-          allow_config_change: bool = False, overwrite: bool = False) -> dict:
+          allow_config_change: bool = False, overwrite: bool = False,
+          on_epoch_end: Sequence[EpochEndHook] = ()) -> dict:
     """Train ``cfg.model`` on ``cfg.task``; returns the last evaluation's metrics.
 
     The loop knows only the :class:`~pointabstract.engine.tasks.base.Task` protocol: the task
-    gives datasets, the loss of a batch, metrics and which metric picks ``best.pt``.
+    gives datasets, the loss of a batch, metrics and which metric picks ``best.pt``. It stops
+    after ``optim.epochs`` epochs or, with ``optim.max_steps``, after exactly that many
+    optimizer steps (mid-epoch; see :func:`~pointabstract.engine.schedule.run_epochs`).
 
     Under DDP (torchrun) ``data.batch_size`` is the global batch, split evenly over the
     processes; the loss of each process is weighted so that the gradient is that of the global
@@ -130,7 +115,9 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
             (best.pt, curves, metrics.json, report.md written again). A resumed run continues as
             if it had been started with the current settings: a changed ``optim.epochs`` (or, with
             ``allow_config_change``, lr / schedule) gives the learning rate that schedule has at
-            the resumed epoch; ``optim.epochs`` below the epochs already done is refused.
+            the resumed epoch; ``optim.epochs`` below the epochs already done is refused, and so
+            is a larger step budget for a run whose budget ended inside an epoch (a run resumes
+            at epoch boundaries only).
         max_epochs: stop after this many epochs of this call (simulates an interruption).
         allow_config_change: on ``resume``, accept a config that differs from the checkpoint's
             in keys outside :data:`~pointabstract.engine.run_dir.FREE_TO_CHANGE`; the changes
@@ -138,6 +125,9 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
         overwrite: without ``resume``, replace a run already in ``out_dir`` (its checkpoints,
             logs and report; see :func:`~pointabstract.engine.run_dir.claim_run_folder`). Without
             it, training into a folder that holds a checkpoint is refused.
+        on_epoch_end: callables given the :class:`Run` after each epoch of this call, on every
+            process, once the epoch is evaluated (when due) and ``last.pt`` written (a hook may
+            read it). They must not change the run's state: resuming would not repeat them.
 
     Raises:
         TrainingDivergedError: the loss or the weights became NaN / Inf.
@@ -151,7 +141,8 @@ def train(cfg: RunConfig, *, resume: bool = False, max_epochs: int | None = None
         if ctx.is_main:
             prepare_out_dir(cfg.log.out_dir)
             lock.acquire()
-        return _train(cfg, ctx, resume, max_epochs, allow_config_change, overwrite)
+        return _train(cfg, ctx, resume=resume, max_epochs=max_epochs, allow_config_change=allow_config_change,
+                      overwrite=overwrite, hooks=tuple(on_epoch_end))
     finally:
         lock.release()
         ctx.close()
@@ -207,8 +198,8 @@ def _intact_alternative(out: Path) -> str:
             f"{epoch}, or start anew with --overwrite")
 
 
-def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | None,
-           allow_config_change: bool, overwrite: bool) -> dict:
+def _train(cfg: RunConfig, ctx: DistContext, *, resume: bool, max_epochs: int | None,
+           allow_config_change: bool, overwrite: bool, hooks: tuple[EpochEndHook, ...]) -> dict:
     out = Path(cfg.log.out_dir)
     if cfg.data.batch_size % ctx.world_size:
         raise ValueError(f"data.batch_size ({cfg.data.batch_size}) is the global batch and must divide "
@@ -218,17 +209,32 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     if not resume:
         claim_for_rank(out, overwrite=overwrite, is_main=ctx.is_main)
     ckpt, changes = _resume_from(cfg, out, allow_config_change) if resume else (None, {})
+    run = _start_run(cfg, ctx)
+    if ckpt is not None:
+        _restore_run(run, ckpt, changes)
+    if ctx.is_main:
+        run.log = RunLog(out, cfg, resume, run.epoch, changes, epochs=run.epochs)
+        if ckpt is not None:
+            run.log.repair_best(ckpt)
+    stop = run.epochs if max_epochs is None else min(run.epochs, run.epoch + max_epochs)
+    while run.epoch < stop:
+        _run_epoch(run)
+        ctx.barrier()
+        for hook in hooks:
+            hook(run)
+    if ctx.is_main and stop == run.epochs:
+        run.log.finish(run.metrics, run.task, epoch=stop)
+    return run.metrics
+
+
+def _start_run(cfg: RunConfig, ctx: DistContext) -> Run:
+    """Seed, then build the task, its data, the model, the loaders and the optimizer, always in
+    this order (a resumed run draws what the uninterrupted one drew before its RNG is restored)."""
     _seed_everything(cfg.seed)
     task = build_task(cfg)
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
     check_before_training(cfg, task, train_ds, test_ds, world_size=ctx.world_size)  # data, batches of one
-    model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)
-    core = model
-    if ctx.distributed:
-        if cfg.sync_bn:
-            convert_sync_batchnorm(core)
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
+    model, core = _build_model(cfg, ctx, task)
     d, world = cfg.data, ctx.world_size
     train_sampler = ShardSampler(len(train_ds), rank=ctx.rank, world_size=world, shuffle=True, seed=cfg.seed,
                                  batch_size=d.batch_size)
@@ -236,83 +242,98 @@ def _train(cfg: RunConfig, ctx: DistContext, resume: bool, max_epochs: int | Non
     test_loader = make_loader(test_ds, ShardSampler(len(test_ds), rank=ctx.rank, world_size=world),
                               d.eval_batch_size, d.workers, generator=torch.Generator().manual_seed(cfg.seed))
     epochs = run_epochs(cfg, len(train_loader))
-    opt, sched = build_optimizer(cfg, core, epochs=epochs)
-    sign = 1.0 if task.mode == "max" else -1.0  # best.pt keeps the largest sign * metric
-    start, step, best, best_epoch = 0, 0, -math.inf, 0
-    if ckpt is not None:
-        task.check_restore(ckpt.get("task_state", {}), str(out / "last.pt"))
-        where = f"{out / 'last.pt'} does not fit the '{cfg.model}' model of this config"
-        load_weights(core, ckpt["model"], where)
-        try:
-            opt.load_state_dict(ckpt["optimizer"])
-            sched.load_state_dict(ckpt["scheduler"])
-        except (ValueError, KeyError, RuntimeError) as err:
-            raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
-        if any(key.startswith("optim.") for key in changes):
-            _replay_schedule(opt, sched, cfg, ckpt["epoch"], epochs)
-        start, step, best, best_epoch = ckpt["epoch"], ckpt["step"], ckpt["best_metric"], ckpt["best_epoch"]
-        set_rng_state(ckpt["rng"])
+    opt, sched = build_optimizer(cfg, core, epochs=epochs, steps_per_epoch=len(train_loader))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) \
         if cfg.amp and ctx.device.type == "cuda" else contextlib.nullcontext
-    log = RunLog(out, cfg, resume, start, changes, epochs=epochs) if ctx.is_main else None
-    if ctx.is_main and ckpt is not None:
-        log.repair_best(ckpt)
-    metrics: dict = dict(ckpt["metrics"]) if ckpt is not None else {}
-    stop = epochs if max_epochs is None else min(epochs, start + max_epochs)
-    for epoch in range(start, stop):
-        train_ds.set_epoch(epoch)
-        train_sampler.set_epoch(epoch)
-        stats, step = _train_epoch(task, model, train_loader, opt, cfg, ctx, autocast, (epoch, epochs), step)
-        sched.step()
-        row = {"epoch": epoch + 1, "step": step, **stats, "lr": opt.param_groups[0]["lr"]}
-        if (epoch + 1) % cfg.log.eval_every == 0 or epoch + 1 == epochs:
-            try:
-                metrics = task.evaluate(core, test_loader, ctx.device, autocast=autocast)
-            except ValueError as err:
-                raise _diverged(err, f"while evaluating epoch {epoch + 1}", cfg) from err
-            row.update({f"test_{k}": v for k, v in metrics.items()
-                        if isinstance(v, (int, float)) and not isinstance(v, bool)})
-            if sign * metrics[task.metric] > best:
-                best, best_epoch = sign * metrics[task.metric], epoch + 1
-        if ctx.is_main:
-            state = {"model": core.state_dict(), "optimizer": opt.state_dict(),
-                     "scheduler": sched.state_dict(),
-                     "epoch": epoch + 1, "step": step, "rng": rng_state(), "config": to_flat(cfg),
-                     "model_name": cfg.model, "task": cfg.task, "task_state": task.state(),
-                     "data_root_resolved": str(Path(cfg.data.root).resolve()),
-                     "best_metric": best, "best_epoch": best_epoch, "metrics": metrics}
-            log.epoch(row, state, is_best=best_epoch == epoch + 1)
-        ctx.barrier()
-    if ctx.is_main and stop == epochs:
-        log.finish(metrics, task, epoch=stop)
-    return metrics
+    return Run(cfg, ctx, task, model, core, opt, sched, train_ds, train_sampler, train_loader, test_loader,
+               epochs, autocast)
 
 
-def run_epochs(cfg: RunConfig, steps_per_epoch: int) -> int:
-    """How many epochs a run trains: ``optim.epochs``, or fewer when ``optim.max_steps`` ends it
-    earlier (the last of them then stops mid-epoch). The cosine schedule spans these epochs."""
-    if cfg.optim.max_steps <= 0 or steps_per_epoch <= 0:
-        return cfg.optim.epochs
-    return min(cfg.optim.epochs, math.ceil(cfg.optim.max_steps / steps_per_epoch))
+def _build_model(cfg: RunConfig, ctx: DistContext, task) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """(what trains, the model itself): the model on the run's device, wrapped in DDP (with
+    synced BatchNorm when ``sync_bn``) under torchrun."""
+    core = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).to(ctx.device)
+    if not ctx.distributed:
+        return core, core
+    if cfg.sync_bn:
+        convert_sync_batchnorm(core)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        core, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
+    return ddp, core
 
 
-def _replay_schedule(opt, sched, cfg: RunConfig, epochs_done: int, epochs: int) -> None:
-    """After resuming with changed ``optim.*`` settings, set the scheduler and the learning rate
-    to what a run started with ``cfg`` has after ``epochs_done`` epochs (its schedule replayed on
-    a probe optimizer: the same floating-point steps as the uninterrupted run), and the weight
-    decay to ``cfg``'s. The optimizer's moments are kept."""
-    probe_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.optim.lr)
-    probe = _build_schedule(probe_opt, cfg, epochs)
-    for _ in range(epochs_done):
-        probe_opt.step()  # no gradients: changes nothing, keeps the scheduler's order check quiet
-        probe.step()
-    state = probe.state_dict()
-    state["base_lrs"] = [cfg.optim.lr for _ in opt.param_groups]
-    state["_last_lr"] = [probe_opt.param_groups[0]["lr"] for _ in opt.param_groups]
-    sched.load_state_dict(state)
-    for group in opt.param_groups:
-        group["lr"], group["initial_lr"] = probe_opt.param_groups[0]["lr"], cfg.optim.lr
-        group["weight_decay"] = cfg.optim.weight_decay
+def _restore_run(run: Run, ckpt: dict, changes: dict) -> None:
+    """Load ``ckpt`` (last.pt) into ``run``: weights, optimizer, schedule (replayed when
+    ``optim.*`` changed), counters, best metric, last evaluation and RNG states."""
+    cfg, last = run.cfg, str(run.out / "last.pt")
+    run.task.check_restore(ckpt.get("task_state", {}), last)
+    where = f"{last} does not fit the '{cfg.model}' model of this config"
+    load_weights(run.core, ckpt["model"], where)
+    try:
+        run.opt.load_state_dict(ckpt["optimizer"])
+        run.sched.load_state_dict(ckpt["scheduler"])
+    except (ValueError, KeyError, RuntimeError) as err:
+        raise ValueError(f"{where}: optimizer state: {' '.join(str(err).split())}") from None
+    _check_not_cut(run, ckpt)
+    if any(key.startswith("optim.") for key in changes):
+        done = ckpt["epoch"] if cfg.optim.schedule_every == "epoch" else ckpt["step"]
+        length = schedule_length(cfg, run.epochs, len(run.train_loader))
+        replay_schedule(run.opt, run.sched, cfg, done, length)
+    run.epoch, run.step = ckpt["epoch"], ckpt["step"]
+    run.best, run.best_epoch = ckpt["best_metric"], ckpt["best_epoch"]
+    run.metrics = dict(ckpt["metrics"])
+    set_rng_state(ckpt["rng"])
+
+
+def _check_not_cut(run: Run, ckpt: dict) -> None:
+    """Refuse to train on from a checkpoint whose last epoch the step budget cut short: a run
+    resumes at an epoch boundary, so more steps would skip the rest of that epoch (and the
+    schedule would already have advanced for it): not the run the larger budget describes."""
+    done, budget = ckpt["step"], run.cfg.optim.max_steps
+    if done < ckpt["epoch"] * len(run.train_loader) and (budget == 0 or budget > done):
+        asked = "no step budget" if budget == 0 else f"optim.max_steps {budget}"
+        raise ValueError(f"{run.out / 'last.pt'} ended {done} steps in, inside epoch {ckpt['epoch']}, where "
+                         f"optim.max_steps {done} stopped it; a run resumes only at an epoch boundary, so "
+                         f"{asked} cannot continue it exactly: train the longer run anew (another "
+                         f"log.out_dir, or --overwrite)")
+
+
+def _run_epoch(run: Run) -> None:
+    """One epoch: train (up to the step budget), step the schedule, evaluate when due, then rank 0
+    logs the epoch's row and writes last.pt (and best.pt)."""
+    run.train_ds.set_epoch(run.epoch)
+    run.train_sampler.set_epoch(run.epoch)
+    stats = _train_epoch(run)
+    if run.cfg.optim.schedule_every == "epoch":
+        run.sched.step()
+    run.epoch += 1
+    run.row = {"epoch": run.epoch, "step": run.step, **stats, "lr": run.opt.param_groups[0]["lr"]}
+    if run.epoch % run.cfg.log.eval_every == 0 or run.epoch == run.epochs:
+        _evaluate(run)
+    if run.ctx.is_main:
+        run.log.epoch(run.row, _checkpoint(run), is_best=run.best_epoch == run.epoch)
+
+
+def _evaluate(run: Run) -> None:
+    """The task's evaluation after epoch ``run.epoch``: into ``run.metrics``, the row, the best."""
+    try:
+        run.metrics = run.task.evaluate(run.core, run.test_loader, run.ctx.device, autocast=run.autocast)
+    except ValueError as err:
+        raise _diverged(err, f"while evaluating epoch {run.epoch}", run.cfg) from err
+    run.row.update({f"test_{k}": v for k, v in run.metrics.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    if run.sign * run.metrics[run.task.metric] > run.best:
+        run.best, run.best_epoch = run.sign * run.metrics[run.task.metric], run.epoch
+
+
+def _checkpoint(run: Run) -> dict:
+    """What last.pt / best.pt hold after the epoch just done (everything a resume needs)."""
+    cfg = run.cfg
+    return {"model": run.core.state_dict(), "optimizer": run.opt.state_dict(),
+            "scheduler": run.sched.state_dict(), "epoch": run.epoch, "step": run.step, "rng": rng_state(),
+            "config": to_flat(cfg), "model_name": cfg.model, "task": cfg.task, "task_state": run.task.state(),
+            "data_root_resolved": str(Path(cfg.data.root).resolve()),
+            "best_metric": run.best, "best_epoch": run.best_epoch, "metrics": run.metrics}
 
 
 def _diverged(err: ValueError, where: str, cfg: RunConfig) -> Exception:
@@ -332,58 +353,78 @@ def _last_good(out: Path) -> str:
     return "no checkpoint was written before (lower optim.lr or set optim.grad_clip)"
 
 
-def _train_epoch(task, model, loader, opt, cfg, ctx, autocast, epochs, step):
-    """One pass over ``loader`` (or up to ``optim.max_steps``); ``epochs`` is (this epoch, of how many)."""
-    epoch, total = epochs
-    model.train()
-    params = [p for p in model.parameters() if p.numel()]
+def _train_epoch(run: Run) -> dict:
+    """One pass over the training loader, or up to ``optim.max_steps``: the train statistics
+    (means over every process's samples), samples per second and seconds."""
+    run.model.train()
+    params = [p for p in run.model.parameters() if p.numel()]
     sums: dict[str, float] = {"loss": 0.0}
     seen, started = 0, time.perf_counter()
-    bar = tqdm(loader, desc=f"epoch {epoch + 1}/{total}", leave=False,
-               disable=not (ctx.is_main and cfg.log.progress and sys.stderr.isatty()))
+    bar = tqdm(run.train_loader, desc=f"epoch {run.epoch + 1}/{run.epochs}", leave=False,
+               disable=not (run.ctx.is_main and run.cfg.log.progress and sys.stderr.isatty()))
     for batch in bar:
-        if cfg.optim.max_steps and step >= cfg.optim.max_steps:  # the step budget ends the run mid-epoch
+        if run.cfg.optim.max_steps and run.step >= run.cfg.optim.max_steps:  # the budget ends it mid-epoch
             break
-        try:
-            with autocast():
-                loss, stats = task.step(model, batch, ctx.device)
-        except ValueError as err:  # an op refusing NaN/Inf activations: say what happened
-            if not torch.isfinite(batch["pos"]).all():
-                raise ValueError(f"the training batch at epoch {epoch + 1} step {step + 1} holds NaN/Inf "
-                                 f"points ({err})") from None
-            raise _diverged(err, f"at epoch {epoch + 1} step {step + 1}", cfg) from err
+        loss, stats = _train_step(run, batch, params)
         n = len(batch["pos"])
-        # (samples here, any non-finite loss) summed over processes: the loss of each process is
-        # weighted by its share of the global batch (DDP averages gradients over processes)
-        flags = torch.stack([torch.tensor(float(n), device=loss.device),
-                             (~torch.isfinite(loss.detach())).any().float()])  # on the device: NCCL
-        if ctx.distributed:
-            torch.distributed.all_reduce(flags)
-        if flags[1] > 0:
-            raise TrainingDivergedError(f"loss became NaN/Inf at epoch {epoch + 1} step {step + 1} "
-                                        f"(optim.lr {cfg.optim.lr:g}); {_last_good(Path(cfg.log.out_dir))}")
-        weighted = loss * (ctx.world_size * n / float(flags[0])) if ctx.distributed else loss
-        opt.zero_grad(set_to_none=True)
-        weighted.backward()
-        if cfg.optim.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-        opt.step()
-        step += 1
-        # the weights can overflow while the loss is still finite: never carry them to a checkpoint
-        if not torch.isfinite(torch.stack([p.detach().abs().amax().float() for p in params])).all():
-            raise TrainingDivergedError(f"the weights became NaN/Inf at epoch {epoch + 1} step {step} (loss "
-                                        f"{loss.item():.4g} before the step, optim.lr {cfg.optim.lr:g}); "
-                                        f"{_last_good(Path(cfg.log.out_dir))}")
         for key, value in {"loss": loss.item(), **stats}.items():
             sums[key] = sums.get(key, 0.0) + float(value) * n
         seen += n
         rate = seen / max(1e-9, time.perf_counter() - started)
         bar.set_postfix(loss=f"{loss.item():.3f}", samples_per_s=f"{rate:.0f}")
-    elapsed = time.perf_counter() - started
+    return _epoch_stats(run, sums, seen, time.perf_counter() - started)
+
+
+def _train_step(run: Run, batch: dict, params: list) -> tuple[torch.Tensor, dict]:
+    """One optimizer step on ``batch``; (this process's loss, the task's stats). Stops the run
+    (TrainingDivergedError) when the loss on any process, or the weights, become NaN / Inf."""
+    cfg, ctx, where = run.cfg, run.ctx, f"at epoch {run.epoch + 1} step {run.step + 1}"
+    loss, stats = _loss(run, batch, where)
+    n = len(batch["pos"])
+    # (samples here, any non-finite loss) summed over processes: the loss of each process is
+    # weighted by its share of the global batch (DDP averages gradients over processes)
+    flags = torch.stack([torch.tensor(float(n), device=loss.device),
+                         (~torch.isfinite(loss.detach())).any().float()])  # on the device: NCCL
+    if ctx.distributed:
+        torch.distributed.all_reduce(flags)
+    if flags[1] > 0:
+        raise TrainingDivergedError(f"loss became NaN/Inf {where} (optim.lr {cfg.optim.lr:g}); "
+                                    f"{_last_good(run.out)}")
+    weighted = loss * (ctx.world_size * n / float(flags[0])) if ctx.distributed else loss
+    run.opt.zero_grad(set_to_none=True)
+    weighted.backward()
+    if cfg.optim.grad_clip:
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.optim.grad_clip)
+    run.opt.step()
+    if cfg.optim.schedule_every == "step":
+        run.sched.step()
+    run.step += 1
+    # the weights can overflow while the loss is still finite: never carry them to a checkpoint
+    if not torch.isfinite(torch.stack([p.detach().abs().amax().float() for p in params])).all():
+        raise TrainingDivergedError(f"the weights became NaN/Inf at epoch {run.epoch + 1} step {run.step} "
+                                    f"(loss {loss.item():.4g} before the step, optim.lr {cfg.optim.lr:g}); "
+                                    f"{_last_good(run.out)}")
+    return loss, stats
+
+
+def _loss(run: Run, batch: dict, where: str) -> tuple[torch.Tensor, dict]:
+    """The task's loss of ``batch``; an op refusing NaN/Inf values says whether the batch or the
+    model is to blame."""
+    try:
+        with run.autocast():
+            return run.task.step(run.model, batch, run.ctx.device)
+    except ValueError as err:
+        if not torch.isfinite(batch["pos"]).all():
+            raise ValueError(f"the training batch {where} holds NaN/Inf points ({err})") from None
+        raise _diverged(err, where, run.cfg) from err
+
+
+def _epoch_stats(run: Run, sums: dict[str, float], seen: int, elapsed: float) -> dict:
+    """``train_<key>`` means over the samples of every process, samples per second, seconds."""
     keys = sorted(sums)
-    totals = torch.tensor([sums[k] for k in keys] + [float(seen)], dtype=torch.float64, device=ctx.device)
-    if ctx.distributed:  # statistics of the global batch, not of rank 0's shard
+    totals = torch.tensor([sums[k] for k in keys] + [float(seen)], dtype=torch.float64, device=run.ctx.device)
+    if run.ctx.distributed:  # statistics of the global batch, not of rank 0's shard
         torch.distributed.all_reduce(totals)
     seen_all = float(totals[-1])
     means = {f"train_{key}": float(total) / max(1.0, seen_all) for key, total in zip(keys, totals[:-1])}
-    return {**means, "samples_per_s": seen_all / max(1e-9, elapsed), "epoch_s": elapsed}, step
+    return {**means, "samples_per_s": seen_all / max(1e-9, elapsed), "epoch_s": elapsed}

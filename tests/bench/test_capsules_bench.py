@@ -87,21 +87,28 @@ def test_build_rejects_unknown_sizes():
     assert build(64, "em", tiny=True).cfg.routing == "em"
 
 
-def test_train_run_columns_on_tiny_data(tmp_path):
+def test_train_run_trains_through_the_engine_and_measures_the_saved_model(tmp_path):
     from pointabstract.bench.capsule_training import train_run
     from pointabstract.data.synthetic import generate
+    from pointabstract.engine import load_checkpoint
 
-    generate(tmp_path, train_per_class=1, test_per_class=1, num_points=128, workers=1, progress=False)
-    out = train_run(12, "centroid", 0, steps=2, data=str(tmp_path), points=64, test_shapes=0, probe_train=40,
+    data = tmp_path / "data"
+    generate(data, train_per_class=1, test_per_class=1, num_points=128, workers=1, progress=False)
+    out = train_run(12, "centroid", 0, steps=3, data=str(data), points=64, out=tmp_path / "run", probe_train=40,
                     probe_test=40, bn_batches=2, tiny=True)
-    assert out["steps"] == 2 and out["cd_e3"] > 0 and 0 < out["purity"] <= 1 and 0 <= out["probe_acc"] <= 1
+    assert out["steps"] == 3 and out["cd_e3"] > 0 and 0 < out["purity"] <= 1 and 0 <= out["probe_acc"] <= 1
+    # an engine run folder: 3 steps of 8 clouds (2 an epoch) end mid-epoch 2, evaluated once
+    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
+    assert ckpt["step"] == 3 and ckpt["epoch"] == 2 and ckpt["model_name"] == "capsule_ae_small_ca"
+    assert ckpt["config"]["model.latent_caps"] == 4 and ckpt["metrics"]["chamfer"] * 1e3 == out["cd_e3"]
+    assert (tmp_path / "run" / "metrics.json").is_file() and out["train_s"] > 0
     parts = out["category_parts"]
     assert parts["category"] == "Airplane" and parts["parts"] == ["body", "wing", "tail", "engine"]
     counts = torch.tensor(parts["counts"])
     assert counts.shape == (4, 4) and counts.sum() == parts["shapes"] * 64  # 4 capsules x 16 points
-    again = train_run(12, "centroid", 0, steps=2, data=str(tmp_path), points=64, test_shapes=0, probe_train=0,
+    again = train_run(12, "centroid", 0, steps=3, data=str(data), points=64, out=tmp_path / "run", probe_train=0,
                       probe_test=0, bn_batches=2, tiny=True)
-    assert again["cd_e3"] == out["cd_e3"] and "probe_acc" not in again  # seeded: the same run
+    assert again["cd_e3"] == out["cd_e3"] and "probe_acc" not in again  # seeded: the same run, folder replaced
 
 
 def test_capsule_part_table_hand_computed():

@@ -27,10 +27,24 @@ def test_registered():
     assert bench_module("contextpool").main is main
 
 
+def test_train_eval_trains_through_the_engine(data, tmp_path):
+    import json
+
+    from pointabstract.engine import load_checkpoint
+
+    out = train_eval("segmenter", "cp", 0, data=data, steps=3, out=tmp_path / "run", tiny=True)
+    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
+    assert out["steps"] == ckpt["step"] == 3 and out["metric"] == ckpt["metrics"]["instance_miou"]
+    assert ckpt["model_name"] == "softmax_seg_demo" and ckpt["config"]["model.context_pool"] is True
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["step"] == 3 and rows[-1]["lr"] == pytest.approx(0, abs=1e-12)  # cosine over the 3 steps
+    assert train_eval("segmenter", "cp", 0, data=data, steps=3, out=tmp_path / "run", tiny=True) == out  # seeded
+
+
 @pytest.mark.slow  # about 10 s: a 256-point synthetic set and two tiny trainings
 @pytest.mark.parametrize("host", list(HOSTS))
-def test_train_eval_and_cost_at_tiny_size(host, data):
-    out = train_eval(host, "cp", 0, data=data, steps=2, eval_samples=5, tiny=True)
+def test_train_eval_and_cost_at_tiny_size(host, data, tmp_path):
+    out = train_eval(host, "fewer_cp", 0, data=data, steps=2, out=tmp_path / "run", tiny=True)
     assert out["steps"] == 2 and 0.0 <= out["metric"] <= 1.0
     full, fewer = (measure_cost(host, v, data=data, repeats=1, tiny=True) for v in ("cp", "fewer_cp"))
     assert full["params"] > fewer["params"] > 0 and full["ms"] > 0
@@ -67,11 +81,12 @@ def test_table_marks_differences_beyond_the_seed_spread():
 def test_main_writes_the_results(data, tmp_path, capsys):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--data", data, "--tiny", "--seeds", "1", "--steps", "1", "--eval-samples", "4",
+    args = parser.parse_args(["--data", data, "--tiny", "--seeds", "1", "--steps", "1",
                               "--variants", "none", "cp", "--hosts", "segmenter", "--repeats", "1",
-                              "--out-dir", str(tmp_path)])
+                              "--out-dir", str(tmp_path), "--runs", str(tmp_path / "runs")])
     assert main(args) == 0
     assert (tmp_path / "contextpool_1steps_1seeds.md").is_file()
+    assert (tmp_path / "runs" / "segmenter" / "cp" / "seed0" / "last.pt").is_file()
     assert "| cp | 1 |" in capsys.readouterr().out
 
 
@@ -90,7 +105,6 @@ def test_cost_table_gives_overheads_over_none_and_errors():
 @pytest.mark.parametrize("argv, match", [
     (["--seeds", "0"], r"--seeds must be a positive int \(training runs per variant\), got 0"),
     (["--steps", "0"], r"--steps must be a positive int, got 0"),
-    (["--eval-samples", "-1"], r"--eval-samples must be an int >= 0 \(0: all\), got -1"),
     (["--repeats", "0"], r"--repeats must be a positive int, got 0"),
 ])
 def test_an_empty_selection_is_refused_before_any_work(argv, match, tmp_path, capsys, monkeypatch):

@@ -1,4 +1,5 @@
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -296,3 +297,80 @@ def test_a_step_budget_of_whole_epochs_is_the_epoch_run(tiny_overrides, tmp_path
     wa = load_checkpoint(tmp_path / "epochs" / "last.pt")["model"]
     wb = load_checkpoint(tmp_path / "steps" / "last.pt")["model"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def _rows(out) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k not in ("samples_per_s", "epoch_s")}
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("every", ["epoch", "step"])
+def test_a_step_budget_run_interrupted_and_resumed_ends_like_the_uninterrupted_one(tiny_overrides, tmp_path,
+                                                                                   every):
+    # 3 steps an epoch: 8 steps are 2 whole epochs and 2 steps of the third
+    budget = [*tiny_overrides, "optim.epochs=10", "optim.max_steps=8", "optim.optimizer=adamw",
+              "optim.schedule=cosine", f"optim.schedule_every={every}", "model.dropout=0.5"]
+    train(load_config(None, [*budget, f"log.out_dir={tmp_path / 'full'}"]))
+    parted = load_config(None, [*budget, f"log.out_dir={tmp_path / 'part'}"])
+    train(parted, max_epochs=1)  # "interrupted" after epoch 1
+    assert load_checkpoint(tmp_path / "part" / "last.pt")["step"] == 3
+    train(parted, resume=True)
+    assert [(r["epoch"], r["step"]) for r in _rows(tmp_path / "full")] == [(1, 3), (2, 6), (3, 8)]
+    assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
+    wa, wb = (load_checkpoint(tmp_path / name / "last.pt") for name in ("full", "part"))
+    assert wa["step"] == wb["step"] == 8
+    assert all(torch.equal(wa["model"][k], wb["model"][k]) for k in wa["model"])
+
+
+def test_epoch_end_hooks_see_the_run_once_per_epoch(tiny_overrides, tmp_path):
+    seen = []
+
+    def hook(run):  # called after last.pt is written: it holds this epoch
+        saved = load_checkpoint(run.out / "last.pt")
+        seen.append((run.epoch, run.step, run.row["epoch"], saved["epoch"], saved["step"], run.epochs,
+                     "overall_accuracy" in run.metrics, run.core is run.model))
+
+    cfg = load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "log.eval_every=2"])
+    train(cfg, max_epochs=1, on_epoch_end=[hook])
+    metrics = train(cfg, resume=True, on_epoch_end=[hook, lambda run: seen.append("second")])
+    # each epoch once, in the call that trained it; 7 steps of 3 an epoch are 3 epochs; evaluated at
+    # epoch 2 (eval_every) and 3 (the last); one process: the model is not wrapped
+    assert seen == [(1, 3, 1, 1, 3, 3, False, True), (2, 6, 2, 2, 6, 3, True, True), "second",
+                    (3, 7, 3, 3, 7, 3, True, True), "second"]
+    assert metrics["samples"] == 12
+
+
+def test_a_cosine_over_steps_follows_the_step_budget(tiny_overrides, tmp_path):
+    # 7 steps (3 an epoch): the cosine advances every step and reaches 0 at step 7; a row's lr is
+    # the one set for the next step
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=cosine",
+                             "optim.schedule_every=step"]))
+    rows = _rows(tmp_path / "run")
+    want = [1e-3 * (1 + math.cos(math.pi * step / 7)) / 2 for step in (3, 6)]
+    assert [r["lr"] for r in rows[:2]] == pytest.approx(want, rel=1e-9)
+    assert rows[2]["lr"] == pytest.approx(0, abs=1e-12)
+    # the step decay counts steps too (x0.5 after steps 2, 4 and 6), across a resume as well
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=step",
+                             "optim.step_size=2", "optim.gamma=0.5", "optim.schedule_every=step",
+                             f"log.out_dir={tmp_path / 'decay'}"]), max_epochs=1)
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7", "optim.schedule=step",
+                             "optim.step_size=2", "optim.gamma=0.5", "optim.schedule_every=step",
+                             f"log.out_dir={tmp_path / 'decay'}"]), resume=True)
+    assert [r["lr"] for r in _rows(tmp_path / "decay")] == pytest.approx([1e-3 / 2, 1e-3 / 8, 1e-3 / 8])
+
+
+def test_a_run_cut_mid_epoch_by_its_step_budget_is_not_extended(tiny_overrides, tmp_path):
+    # 7 steps of 3 an epoch: epoch 3 was cut after 1 of its 3 steps
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=7"]))
+    for more in ("optim.max_steps=8", "optim.max_steps=0"):
+        with pytest.raises(ValueError, match=r"last.pt ended 7 steps in, inside epoch 3, where optim.max_steps 7 "
+                                             r"stopped it; a run resumes only at an epoch boundary, so "
+                                             r"(optim.max_steps 8|no step budget) cannot continue it exactly"):
+            train(load_config(None, [*tiny_overrides, "optim.epochs=10", more]), resume=True)
+    assert load_checkpoint(tmp_path / "run" / "last.pt")["step"] == 7  # nothing was touched
+    # a budget that ended on an epoch boundary continues exactly (tested above for epochs)
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=6",
+                             f"log.out_dir={tmp_path / 'whole'}"]))
+    train(load_config(None, [*tiny_overrides, "optim.epochs=10", "optim.max_steps=8",
+                             f"log.out_dir={tmp_path / 'whole'}"]), resume=True)
+    assert load_checkpoint(tmp_path / "whole" / "last.pt")["step"] == 8
