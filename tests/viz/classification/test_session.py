@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from pointabstract.models import MODELS
 from pointabstract.viz import tasks
 from pointabstract.viz.classification import session as session_module
 from pointabstract.viz.classification.session import ViewSession
@@ -15,7 +16,8 @@ def test_session_runs_the_model_like_eval_and_keeps_every_block(session, tiny_ru
     assert sample.index == 4 and sample.label == 1 and sample.label_name == "square"
     assert sample.pos.shape == (48, 3) and sample.probs.shape == (3,)
     assert sample.pred == int(sample.probs.argmax()) and sample.pred_name in session.class_names
-    assert [tuple(b["features"].shape) for b in sample.blocks] == [(48, 8), (24, 16), (24, 16), (6, 24)]
+    widths = MODELS["centroid_transformer"].tiny["widths"]  # the tiny run's blocks: 48, 24, 24, 6 points
+    assert [tuple(b["features"].shape) for b in sample.blocks] == list(zip((48, 24, 24, 6), widths))
     assert sample.default_block == 3
     with torch.no_grad():  # the same logits as a plain forward of the same points
         logits = session.model(sample.pos[None])["logits"][0]
