@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..models import build_model
+from ..models import build_model, upgrade_state_dict
 from .checkpoint import UnsafeCheckpointError, check_finite_weights, load_checkpoint, rng_state, set_rng_state
 from .config import RunConfig, to_flat, upgrade_flat
 from .distributed import DistContext, init_distributed
@@ -268,6 +268,10 @@ def _restore_run(run: Run, ckpt: dict, changes: dict) -> None:
     cfg, last = run.cfg, str(run.out / "last.pt")
     run.task.check_restore(ckpt.get("task_state", {}), last)
     where = f"{last} does not fit the '{cfg.model}' model of this config"
+    if upgrade_state_dict(run.core, ckpt["model"]).keys() != ckpt["model"].keys():
+        raise ValueError(f"{last} was written with the parameter names of an older pointabstract: eval, "
+                         "view and predict read it, but its optimizer state cannot be matched to the "
+                         "parameters to resume; start a new run (--overwrite)")
     load_weights(run.core, ckpt["model"], where)
     try:
         run.opt.load_state_dict(ckpt["optimizer"])

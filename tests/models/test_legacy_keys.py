@@ -98,3 +98,23 @@ def test_other_models_are_left_alone_and_the_mapping_has_a_removal_version():
     assert upgrade_state_dict(model, state) is state
     # fails once the package reaches the removal version: delete models/legacy_keys.py then
     assert Version(pointabstract.__version__) < Version(REMOVE_IN)
+
+
+def test_resuming_a_run_with_old_names_is_refused_in_one_line(tmp_path):
+    """Eval / view / predict read an old checkpoint; --resume cannot match its optimizer state to
+    the renamed (and reordered) parameters, so it says so instead of failing inside a step."""
+    from pointabstract.engine import load_config, train
+    from pointabstract.engine.checkpoint import atomic_save, load_checkpoint
+    from tests.fixtures import TASK_DATA, tiny_sizes, write_tiny_synthetic
+
+    root = write_tiny_synthetic(tmp_path / "data")
+    overrides = {"model": "softmax_seg", "data.root": str(root), "data.num_points": 48, "device": "cpu",
+                 "optim.epochs": 1, "log.out_dir": str(tmp_path / "run"), "log.progress": False,
+                 "log.tensorboard": False, **TASK_DATA["part_segmentation"], **tiny_sizes("softmax_seg")}
+    train(load_config(None, overrides))
+    ckpt = load_checkpoint(tmp_path / "run" / "last.pt")
+    ckpt["model"] = _old_names(ckpt["model"], softmax=True)
+    atomic_save(ckpt, tmp_path / "run" / "last.pt")
+    with pytest.raises(ValueError, match=r"last\.pt was written with the parameter names of an older "
+                                         r"pointabstract: .* start a new run \(--overwrite\)"):
+        train(load_config(None, {**overrides, "optim.epochs": 2}), resume=True)
