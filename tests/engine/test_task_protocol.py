@@ -196,3 +196,10 @@ def test_a_task_is_built_from_data_seed_and_settings(model):
         cls(cfg)
     with pytest.raises(TypeError, match=rf"{cls.__name__} takes settings: {cls.settings.__name__}, got dict"):
         cls(cfg.data, settings={})
+
+
+def test_a_checkpoint_with_other_label_names_is_refused_in_one_line():
+    tasks.base.check_same_labels("ckpt", "classes", ["a", "b"], ["a", "b"], "the data has")
+    with pytest.raises(ValueError, match=r"^ckpt was trained on classes \['a', 'b'\], "
+                                         r"the data has \['b', 'a'\]$"):
+        tasks.base.check_same_labels("ckpt", "classes", ["a", "b"], ["b", "a"], "the data has")

@@ -15,8 +15,8 @@ import torch
 
 from ... import _validate as V
 
-__all__ = ["MissingDatasetError", "Task", "check_dataset", "check_settings_type", "missing_dataset",
-           "missing_dataset_hint"]
+__all__ = ["MissingDatasetError", "Task", "check_dataset", "check_same_labels", "check_settings_type",
+           "missing_dataset", "missing_dataset_hint"]
 
 # where `data synth` writes by default; a hint may suggest generating there, never into a user's root
 _GENERATED = {"datasets/synthetic": "", "datasets/synthetic-hard": " --level hard"}
@@ -45,6 +45,14 @@ def missing_dataset(err: Exception | str, root: str | Path) -> MissingDatasetErr
 def check_dataset(task: str, datasets: tuple[str, ...], dataset: str) -> None:
     """ValueError naming ``data.dataset`` when ``task`` reads no dataset of that name."""
     V.check_choice("data.dataset", dataset, datasets, note=f" for {task}")
+
+
+def check_same_labels(where: str, kind: str, saved: list[str], current: list[str], data: str) -> None:
+    """ValueError when a checkpoint's label names (``saved``, its ``kind``: classes, categories)
+    differ from those of the data now loaded (``current``, described by ``data``): the output
+    rows would be read against the wrong names, so ``check_restore`` refuses it in one line."""
+    if saved != current:
+        raise ValueError(f"{where} was trained on {kind} {saved}, {data} {current}")
 
 
 def check_settings_type(task: type, data, settings):

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from ... import _validate as V
 from ..metrics import ConfusionMatrix
 from ..plots import plot_confusion
-from .base import check_dataset, check_settings_type, missing_dataset
+from .base import check_dataset, check_same_labels, check_settings_type, missing_dataset
 
 __all__ = ["ClassificationSettings", "ClassificationTask"]
 
@@ -133,9 +133,7 @@ class ClassificationTask:
 
     def check_restore(self, state: dict, where: str) -> None:
         saved = list(state.get("class_names", self.class_names))
-        if saved != self.class_names:
-            raise ValueError(f"{where} was trained on classes {saved}, the data at "
-                             f"{self.data.root} has {self.class_names}")
+        check_same_labels(where, "classes", saved, self.class_names, f"the data at {self.data.root} has")
 
     @staticmethod
     def summary(metrics: dict) -> str:

@@ -15,7 +15,7 @@ from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
 from ..metrics import PartIoU, check_part_labels, restrict_to_category, shape_ious, shape_ious_naive
 from ..plots import plot_part_ious
-from .base import check_dataset, check_settings_type, missing_dataset
+from .base import check_dataset, check_same_labels, check_settings_type, missing_dataset
 
 # the metric functions live in engine/metrics/; they are re-exported here, where the viewer,
 # the predictor, the benchmarks and their users first imported them
@@ -158,9 +158,8 @@ class PartSegmentationTask:
 
     def check_restore(self, state: dict, where: str) -> None:
         saved = state.get("categories")
-        if saved and self.categories and saved != self.categories:
-            raise ValueError(f"{where} was trained on categories {saved}, "
-                             f"the data now holds {self.categories}")
+        if saved and self.categories:
+            check_same_labels(where, "categories", saved, self.categories, "the data now holds")
 
     @staticmethod
     def summary(metrics: dict) -> str:
