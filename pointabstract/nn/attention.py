@@ -182,29 +182,45 @@ class _FusedNeighbours:
         return _NeighbourSum.apply(w, self.kv, self.idx)
 
 
+def _kernel(name: str, inputs: tuple[torch.Tensor, ...], outputs: tuple[torch.Tensor, ...]) -> None:
+    """Run ``ops.kernels.neighbour_attention.<name>`` (or its serial ``<name>_ser``, see
+    ``kernels.run``) on ``inputs`` as numpy arrays, writing ``outputs`` in place."""
+    from ..ops.kernels import neighbour_attention, run, to_numpy
+
+    run(getattr(neighbour_attention, name), getattr(neighbour_attention, f"{name}_ser"),
+        *map(to_numpy, inputs), *(out.numpy() for out in outputs))
+
+
+def _neighbour_forward(ctx, name: str, x: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor,
+                       shape: tuple[int, ...]) -> torch.Tensor:
+    """The forward of both neighbour products (``name``: dot, sum): a new ``shape`` tensor from
+    kernel ``<name>_forward``; ``x`` and ``kv`` are saved contiguous, the layout their grads get."""
+    x, kv = x.contiguous(), kv.contiguous()
+    out = x.new_empty(*shape)
+    _kernel(f"{name}_forward", (x, kv, idx), (out,))
+    ctx.save_for_backward(x, kv, idx)
+    return out
+
+
+def _neighbour_backward(ctx, name: str, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    """The backward of both neighbour products: grads of ``x`` and ``kv`` (accumulated from zero:
+    several queries read the same neighbour) by kernel ``<name>_backward``; none for ``idx``."""
+    x, kv, idx = ctx.saved_tensors
+    grad_x, grad_kv = torch.empty_like(x), torch.zeros_like(kv)
+    _kernel(f"{name}_backward", (grad, x, kv, idx), (grad_x, grad_kv))
+    return grad_x, grad_kv, None
+
+
 class _NeighbourDot(torch.autograd.Function):
     """logits[b, m, k, h] = q[b, m, h] . key[b, idx[b, m, k], h] (keys: kv[..., :H D]); 0 if padded."""
 
     @staticmethod
     def forward(ctx, q, kv, idx):
-        from ..ops.kernels import neighbour_attention, run, to_numpy
-
-        q, kv = q.contiguous(), kv.contiguous()  # saved for backward, whose grads match them
-        out = q.new_empty(*idx.shape, q.shape[2])
-        run(neighbour_attention.dot_forward, neighbour_attention.dot_forward_ser,
-            *map(to_numpy, (q, kv, idx)), out.numpy())
-        ctx.save_for_backward(q, kv, idx)
-        return out
+        return _neighbour_forward(ctx, "dot", q, kv, idx, (*idx.shape, q.shape[2]))
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour_attention, run, to_numpy
-
-        q, kv, idx = ctx.saved_tensors
-        grad_q, grad_kv = torch.empty_like(q), torch.zeros_like(kv)
-        run(neighbour_attention.dot_backward, neighbour_attention.dot_backward_ser,
-            *map(to_numpy, (grad, q, kv, idx)), grad_q.numpy(), grad_kv.numpy())
-        return grad_q, grad_kv, None
+        return _neighbour_backward(ctx, "dot", grad)
 
 
 class _NeighbourSum(torch.autograd.Function):
@@ -213,25 +229,13 @@ class _NeighbourSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, w, kv, idx):
-        from ..ops.kernels import neighbour_attention, run, to_numpy
-
-        w, kv = w.contiguous(), kv.contiguous()
         heads = w.shape[3]
-        out = w.new_empty(w.shape[0], w.shape[1], heads, kv.shape[2] // (2 * heads))
-        run(neighbour_attention.sum_forward, neighbour_attention.sum_forward_ser,
-            *map(to_numpy, (w, kv, idx)), out.numpy())
-        ctx.save_for_backward(w, kv, idx)
-        return out
+        return _neighbour_forward(ctx, "sum", w, kv, idx,
+                                  (w.shape[0], w.shape[1], heads, kv.shape[2] // (2 * heads)))
 
     @staticmethod
     def backward(ctx, grad):
-        from ..ops.kernels import neighbour_attention, run, to_numpy
-
-        w, kv, idx = ctx.saved_tensors
-        grad_w, grad_kv = torch.empty_like(w), torch.zeros_like(kv)
-        run(neighbour_attention.sum_backward, neighbour_attention.sum_backward_ser,
-            *map(to_numpy, (grad, w, kv, idx)), grad_w.numpy(), grad_kv.numpy())
-        return grad_w, grad_kv, None
+        return _neighbour_backward(ctx, "sum", grad)
 
 
 class MultiHeadSelfAttention(nn.Module):
