@@ -19,7 +19,10 @@ import argparse
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +66,38 @@ def _check_samples(dataset, problems: list[str], progress: bool, what: str = "")
               f"({time.perf_counter() - started:.1f} s)", flush=True)
 
 
+def _split_lines(open_split: Callable[[], Any], split: str, what: str,
+                 counts: Callable[[Any], tuple[str, list[str]]], check: bool, progress: bool,
+                 lines: list[str], problems: list[str]) -> None:
+    """The ``split`` of a layout found under the root (``what``: dataset and layout): its size
+    line (``counts`` gives the size text and each sample's class name), counts per class, and its
+    samples read when ``check``. A split that does not open is a problem in the listing, not an
+    error: ``data info`` reports everything it finds in one run."""
+    try:
+        dataset = open_split()
+    except ValueError as err:
+        problems.append(str(err))
+        return
+    size, names = counts(dataset)
+    lines.append(f"  {split}: {size}")
+    lines += _counts_lines(names)
+    if check:
+        _check_samples(dataset, problems, progress, f"{what} {split}")
+
+
+def _modelnet_counts(dataset) -> tuple[str, list[str]]:
+    names = [dataset.classes[c] for c in dataset.labels]
+    return f"{len(dataset)} shapes, {len(set(dataset.labels))} classes", names
+
+
+def _part_counts(dataset) -> tuple[str, list[str]]:
+    return f"{len(dataset)} shapes", [SHAPENET_PART[c].name for c in dataset.categories]
+
+
+def _core_counts(dataset) -> tuple[str, list[str]]:
+    return f"{len(dataset)} clouds", [dataset.category_names[c] for c in dataset.categories]
+
+
 def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problems: list[str]) -> bool:
     from .datasets.modelnet import LAYOUTS, ModelNet40, detect_layout
     from .datasets.off import find_meshes, read_off
@@ -90,15 +125,8 @@ def _modelnet(root: Path, check: bool, progress: bool, lines: list[str], problem
                     except ValueError as err:
                         problems.append(str(err))
                 continue
-            try:
-                dataset = ModelNet40(root, split, layout=kind, num_points=None)
-            except ValueError as err:
-                problems.append(str(err))
-                continue
-            lines.append(f"  {split}: {len(dataset)} shapes, {len(set(dataset.labels))} classes")
-            lines += _counts_lines([dataset.classes[label] for label in dataset.labels])
-            if check:
-                _check_samples(dataset, problems, progress, f"ModelNet40 {kind!r} {split}")
+            _split_lines(partial(ModelNet40, root, split, layout=kind, num_points=None), split,
+                         f"ModelNet40 {kind!r}", _modelnet_counts, check, progress, lines, problems)
     return found
 
 
@@ -115,29 +143,15 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
         found = True
         lines.append(f"ShapeNetPart, layout {kind!r}, in {folder}")
         for split in ("train", "val", "test"):
-            try:
-                dataset = ShapeNetPart(root, split, layout=kind, num_points=None)
-            except ValueError as err:
-                problems.append(str(err))
-                continue
-            lines.append(f"  {split}: {len(dataset)} shapes")
-            lines += _counts_lines([SHAPENET_PART[c].name for c in dataset.categories])
-            if check:
-                _check_samples(dataset, problems, progress, f"ShapeNetPart {kind!r} {split}")
+            _split_lines(partial(ShapeNetPart, root, split, layout=kind, num_points=None), split,
+                         f"ShapeNetPart {kind!r}", _part_counts, check, progress, lines, problems)
     folder = find_ply_folder(root)
     if folder is not None:
         found = True
         lines.append(f"ShapeNetCore13 point clouds, layout 'ply', in {folder}")
         for split in ("train", "test"):
-            try:
-                dataset = ShapeNetCore(root, split, layout="ply", num_points=None)
-            except ValueError as err:
-                problems.append(str(err))
-                continue
-            lines.append(f"  {split}: {len(dataset)} clouds")
-            lines += _counts_lines([dataset.category_names[c] for c in dataset.categories])
-            if check:
-                _check_samples(dataset, problems, progress, f"ShapeNetCore13 'ply' {split}")
+            _split_lines(partial(ShapeNetCore, root, split, layout="ply", num_points=None), split,
+                         "ShapeNetCore13 'ply'", _core_counts, check, progress, lines, problems)
     return found
 
 

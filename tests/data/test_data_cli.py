@@ -12,7 +12,7 @@ from pointabstract.data import cli as cli_module
 from pointabstract.data.cli import inspect_root
 from pointabstract.data.datasets.checksums import ARCHIVES, file_md5, verify_md5
 from pointabstract.data.synthetic.nuisances import NUISANCES, Nuisances
-from tests.fixtures import write_normal
+from tests.fixtures import write_normal, write_ply
 
 
 def _modelnet(tmp_path):
@@ -33,6 +33,18 @@ def test_info_lists_every_layout_with_counts(tmp_path, capsys):
     assert "ModelNet40, layout 'off'" in out and "  train: 2 meshes; caches: none" in out
     assert "ShapeNetPart, layout 'normal'" in out and "    Cap 1, Mug 1" in out
     assert "no problems found" in out
+
+
+def test_info_lists_shapenet_core_point_clouds_per_split(tmp_path, capsys):
+    folder = tmp_path / "shapenet_core13" / "customShapeNet"
+    rng = np.random.default_rng(0)
+    for synset in ("02691156", "04530566"):  # airplane, watercraft: 5 clouds each, split 4 + 1
+        for i in range(5):
+            write_ply(folder / synset / "ply" / f"{i:03d}.points.ply", rng.normal(size=(8, 3)))
+    assert main(["data", "info", str(tmp_path), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert f"ShapeNetCore13 point clouds, layout 'ply', in {folder}" in out
+    assert "  train: 8 clouds" in out and "  test: 2 clouds" in out
 
 
 def test_info_reports_problems_and_nothing_found(tmp_path, capsys):
