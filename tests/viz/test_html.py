@@ -72,6 +72,18 @@ def test_read_page_data_names_a_file_that_is_no_viewer_page(tmp_path):
 
 # --- each task's page holds what the Python functions compute ----------------------------------
 
+def test_without_part_labels_the_page_keeps_its_session_and_measures_no_agreement(html_runs, tmp_path):
+    from dataclasses import replace
+
+    from pointabstract.viz.classification.html import measured_agreement, part_session
+    from pointabstract.viz.tasks import load_session
+
+    session = load_session(html_runs["classification"][0])
+    bare = replace(session, config=replace(session.config, data=replace(session.config.data, root=str(tmp_path))))
+    assert part_session(bare) is bare and measured_agreement(bare) is None
+    assert part_session(session) is not session  # the built-in data has the part-labelled copy
+
+
 def test_classification_page_holds_the_figures_neighbour_sets_and_the_windows_colours(html_runs, html_pages):
     from pointabstract.viz.classification.app import ViewerState
     from pointabstract.viz.classification.html import part_session

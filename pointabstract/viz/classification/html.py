@@ -37,16 +37,23 @@ __all__ = ["HTML_COLORINGS", "all_neighbours", "classification_data", "classific
 HTML_COLORINGS = tuple(c for c in COLORINGS if c != "distance")
 
 
+def _session_parts(session: ViewSession):
+    """The part-labelled test split under the session's data root at its N and inputs
+    (:func:`~.part_agreement.open_part_dataset`), or None when the root has none: the page then
+    offers no part colouring and measures no agreement."""
+    cfg = session.config
+    try:
+        return open_part_dataset(cfg.data.root, num_points=cfg.data.num_points,
+                                 use_normals=cfg.data.use_normals)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def part_session(session: ViewSession) -> ViewSession:
     """``session`` over the part-labelled copy of its test shapes when its data root has one (the
     built-in synthetic data: same shapes, same order, at the session's N), else ``session``."""
-    cfg = session.config
-    try:
-        parts = open_part_dataset(cfg.data.root, num_points=cfg.data.num_points,
-                                  use_normals=cfg.data.use_normals)
-    except (FileNotFoundError, ValueError):
-        return session
-    if len(parts) != len(session.dataset):
+    parts = _session_parts(session)
+    if parts is None or len(parts) != len(session.dataset):
         return session
     return replace(session, dataset=PartSamples(parts, session.class_names))
 
@@ -159,14 +166,11 @@ def _agreement(agreement: dict | None) -> dict | None:
 def measured_agreement(session: ViewSession, *, shapes: int = 64) -> dict | None:
     """Part agreement of every block on the first ``shapes`` part-labelled test shapes at the
     session's N (None when the data root has no part labels)."""
-    cfg = session.config
-    try:
-        parts = open_part_dataset(cfg.data.root, num_points=cfg.data.num_points,
-                                  use_normals=cfg.data.use_normals)
-    except (FileNotFoundError, ValueError):
+    parts = _session_parts(session)
+    if parts is None:
         return None
-    return part_agreement(session.model, parts, max_shapes=shapes, use_normals=cfg.data.use_normals,
-                          device=session.device)
+    return part_agreement(session.model, parts, max_shapes=shapes,
+                          use_normals=session.config.data.use_normals, device=session.device)
 
 
 def classification_page(session: ViewSession, out: str | Path, *, indices: Sequence[int],
