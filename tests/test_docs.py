@@ -1,4 +1,4 @@
-"""The README and docs/ stay what issue 24 made them: a short README, pages that link to files and
+"""The README and docs/ stay usable: a short README, pages that link to files and
 headings that exist, and commands and paths that still exist in the code."""
 
 import re

@@ -518,7 +518,7 @@ ROWS = [
     ("centroid routing: unknown init", lambda t: __import__("pointabstract.nn.routing", fromlist=["x"])
      .CentroidRouting(16, 4, 4, 8, init="fps"), ValueError,
      r"init must be one of \['linear', 'soft_average'\], got 'fps'"),
-    # --- issue 26: capsule models, part segmentation, ContextPool options, the PyG drop-ins ----
+    # --- capsule models, part segmentation, ContextPool options, the PyG drop-ins ----
     ("capsule_ae_demo_dr: fewer points than the minimum",
      lambda t: build_model("capsule_ae_demo_dr", tiny=True)(torch.rand(2, 4, 3)), ValueError,
      r"pos must hold at least one cloud of at least 8 points, got \(2, 4, 3\)"),

@@ -1,4 +1,4 @@
-"""The import paths users and other modules know keep working after a file is split (issue 24).
+"""The import paths users and other modules know keep working after a file is split or renamed.
 
 Each row: the old (or package-level) path and the module the name now lives in; both must give
 the same object, so code importing either sees one function, one class.
@@ -37,7 +37,7 @@ MOVED = [
     ("pointabstract.engine.trainer", "make_loader", "pointabstract.engine.sampler"),
     ("pointabstract.engine.trainer", "build_optimizer", "pointabstract.engine.schedule"),
     ("pointabstract.engine.trainer", "run_epochs", "pointabstract.engine.schedule"),
-    # Sequoia's attention: nn/tree_attention.py became nn/sequoia_attention.py (issue 31)
+    # Sequoia's attention: nn/tree_attention.py became nn/sequoia_attention.py
     ("pointabstract.nn", "SequoiaAttention", "pointabstract.nn.sequoia_attention"),
     ("pointabstract.nn", "sequoia_attention_naive", "pointabstract.nn.sequoia_attention_naive"),
 ]

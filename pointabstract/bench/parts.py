@@ -9,7 +9,7 @@ The issue's comparison on the same data, over seeds with the shared helper
   embedding, widths, depth and head with dense softmax attention (the paper's 92.0 vs 89.5);
   beside them, as a second and differently built baseline, ``self_attention_transformer`` (the
   centroid transformer's classifier without downsampling: another network, not the paper's
-  comparison; before issue 29 it was the only baseline);
+  comparison);
 
 each pair with the same budget (epochs, points, batch, optimiser, schedule), beside the
 Sequoia paper's numbers (ShapeNetPart, ModelNet40). ``--size demo`` (default) uses the

@@ -32,7 +32,7 @@ from pathlib import Path
 __all__ = ["CATEGORIES", "CONFIGS", "add_arguments", "categorise", "main", "matmul_peak", "measure_config"]
 
 # name -> (preset or model name, overrides): the three demo models and their paper-sized configs
-# (batch and points of the paper-sized ones as in the training-speed issue), all on the built-in data
+# (batch and points of the paper-sized ones as the papers train them), all on the built-in data
 _BUILT_IN = {"data.root": "datasets/synthetic"}
 CONFIGS: dict[str, tuple[str, dict]] = {
     "demo": ("demo", {}),

@@ -1,6 +1,6 @@
 """Checkpoint parameter names of older versions, mapped to today's (``upgrade_state_dict``).
 
-Checkpoints of version 0.1.0 written before the layers were unified (issue 31): the Sequoia family
+Checkpoints of version 0.1.0 written before the layers were unified: the Sequoia family
 wrote its layers' MLPs inline (``mlp.0`` LayerNorm, ``mlp.1`` and ``mlp.3`` Linear), its softmax
 baseline as ``DenseAttentionBlock`` (one fused ``qkv`` Linear and ``out``) and its ContextPools
 beside the layers (``backbone.pools.i``). Since then every layer uses

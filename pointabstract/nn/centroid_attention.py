@@ -45,7 +45,7 @@ class CentroidAttention(nn.Module):
             ``"linear"`` (the paper's "linear projection to learn the initialization", sec. 3.3:
             ``u^0 = W x`` with a learned (M, N) matrix ``init_weight``, nn.Linear's default
             init uniform(+-1/sqrt(N)), so the M centroids start distinct; needs ``num_inputs``), or
-            ``"soft_average"`` (before issue 29: ``u^0 = softmax(A) x`` with logits
+            ``"soft_average"`` (``u^0 = softmax(A) x`` with logits
             ``A = 0.01 randn``, i.e. every centroid starts as the same uniform mean of the inputs;
             kept only to measure that collapse, see docs/fidelity.md).
         iters: T >= 0 update steps (T = 0: the initialisation plus the MLP only).

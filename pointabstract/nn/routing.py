@@ -217,9 +217,9 @@ class CentroidRouting(nn.Module):
         iters: T >= 1.
         heads: attention heads H (dividing D').
         norm: normalisation inside the block (``"layer"`` or ``"batch"``).
-        init: ``"linear"`` (default, the paper) or ``"soft_average"`` (the initialisation before
-            issue 29: every latent capsule starts as the same mean of the primary ones and, the
-            update of eq. 4 being equal for equal centroids, stays so; kept to measure it).
+        init: ``"linear"`` (default, the paper) or ``"soft_average"`` (an initialisation kept
+            to measure its collapse: every latent capsule starts as the same mean of the primary ones and, the
+            update of eq. 4 being equal for equal centroids, stays so).
 
     ``forward(u (B, P, D)) -> (v (B, L, D'), assignments (B, P, L))``: the attention weights of
     the last step, averaged over the heads.

@@ -29,7 +29,7 @@ def _attention_ks(cfg):
 
 def test_table3_full_attention_row_uses_full_attention_despite_the_preset():
     # demo.yaml sets model.k: 16 for the centroid transformer; the "no downsampling" row is
-    # full self-attention, so its k stays None (before issue 29 it ran 16-NN attention)
+    # full self-attention, so its k stays None (not 16-NN attention)
     cfg = bench.ablation_config("demo", "self_attention_transformer", 0, overrides=["model.k=16"])
     assert cfg.model_args["k"] is None
     ks = _attention_ks(cfg)

@@ -28,8 +28,8 @@ def test_registered_and_pairs_exist():
 
 @pytest.mark.parametrize("size", ["demo", "paper"])
 def test_pairs_differ_only_in_attention(size):
-    # the paper's comparison (issue 29): one network, tree vs dense softmax attention; before,
-    # the classifier was paired with self_attention_transformer, another network
+    # the paper's comparison: one network, tree vs dense softmax attention (not
+    # self_attention_transformer, another network)
     for pairs in (bench.SEG_PAIRS, bench.CLS_PAIRS):
         sequoia, baseline = (MODELS[name] for name in pairs[size])
         assert sequoia.factory is baseline.factory

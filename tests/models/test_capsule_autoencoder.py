@@ -192,7 +192,7 @@ def test_demo_presets(short, routing):
     assert cfg.data.root == "datasets/synthetic" and cfg.log.out_dir == f"runs/demo/capsules_{short}"
 
 
-# Invariants at initialisation (issue 29), on the paper-sized 12-capsule models (512 x 16
+# Invariants at initialisation (docs/fidelity.md), on the paper-sized 12-capsule models (512 x 16
 # primary -> 12 x 128 latent capsules) and two different random shapes of 1,024 points.
 def _two_shapes(n=1024, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -221,7 +221,7 @@ def _relative_change(x):
 # update, ~100x the size of its initial value (docs/fidelity.md, "what the paper allows")
 _EQ4 = pytest.mark.xfail(strict=True, reason="eq. 4's sum over the 512 primary capsules adds one shared "
                                              "update to every latent capsule (docs/fidelity.md)")
-_OLD = pytest.mark.xfail(strict=True, reason="before issue 29: every latent capsule starts as the same mean")
+_OLD = pytest.mark.xfail(strict=True, reason="soft_average init: every latent capsule starts as the same mean")
 
 
 def _initialised(routing):

@@ -1,5 +1,5 @@
 """Decisive invariants of centroid attention against the paper (Centroid Transformers, Wu, Liu,
-Liu 2021; issue 22 part 2).
+Liu 2021; the fidelity audit, docs/fidelity_centroid_transformer.md).
 
 Each test compares our modules with a plain-loop transcription of the paper's equations, or with
 the network the paper says they reduce to, on the same weights:

@@ -1,4 +1,4 @@
-"""Invariants of ContextPool taken from the paper's eq. 4 (issue 22, part 2).
+"""Invariants of ContextPool taken from the paper's eq. 4 (the fidelity audit, docs/fidelity_sequoia_contextpool.md).
 
 ``y_i = sum_j x_j w_j g_ij / sum_j w_j g_ij`` with ``g^i`` a Gaussian of standard deviation
 ``sigma_i``. On the same weights:

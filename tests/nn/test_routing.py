@@ -131,7 +131,7 @@ def test_centroid_routing_rejects_unknown_init():
 
 
 def test_old_centroid_routing_checkpoint_loads_with_the_same_outputs():
-    # before issue 29 init="linear" stored softmax logits `assign`; they convert exactly
+    # older checkpoints of init="linear" stored softmax logits `assign`; they convert exactly
     torch.manual_seed(3)
     old = CentroidRouting(P, D, L, DO, heads=2, init="soft_average").double()
     state = old.state_dict()

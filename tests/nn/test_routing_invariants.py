@@ -1,4 +1,4 @@
-"""Routing invariants of the fidelity audit (issue 22, part 2; docs/fidelity_capsules.md).
+"""Routing invariants of the fidelity audit (docs/fidelity_capsules.md).
 
 1. Dynamic routing equals a plain-loop transcription of the routing in the official
    3D-PointCapsNet code (``models/pointcapsnet_ae.py::LatentCapsLayer`` of

@@ -1,4 +1,4 @@
-"""Invariants of Sequoia attention taken from the paper's text (issue 22, part 2).
+"""Invariants of Sequoia attention taken from the paper's text (the fidelity audit, docs/fidelity_sequoia_contextpool.md).
 
 - Each node attends to exactly its children, its siblings and its ancestors (Sec.
   "Hierarchical Transformers"): the key sets the layer actually weights, read from its

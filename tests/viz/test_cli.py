@@ -129,7 +129,7 @@ def test_add_parser_plugs_into_a_main_cli(tiny_run):
 
 def test_view_png_in_a_fresh_process_without_display_finishes_fast_and_draws_the_highlights(o3d, demo_run,
                                                                                               tmp_path):
-    """Regression (issue 9): `pointabstract view CKPT --png` at the default 1280 x 720 without DISPLAY
+    """Regression: `pointabstract view CKPT --png` at the default 1280 x 720 without DISPLAY
     used to hang for 4 minutes (Filament over llvmpipe livelocked on the 6-geometry side-by-side
     scene; 120 s timeout, then the same backend again). Now: panels drawn separately, a stuck
     backend given up in seconds, and the PNG says which backend drew it."""
