@@ -186,13 +186,26 @@ def _tasks_taking(name: str, declared: str) -> str:
     return " and ".join(task for task, cls in TASKS.items() if name in getattr(cls, declared))
 
 
+def _train_choices() -> str:
+    """What ``train`` accepts by name, for its ``--help``: the presets and each registry model
+    with its one-line description (``ModelSpec.doc``)."""
+    from .engine.config import PRESETS
+    from .models import MODELS
+
+    width = max(map(len, MODELS)) + 2
+    presets = ", ".join(sorted(p.stem for p in PRESETS.glob("*.yaml")))
+    models = "\n".join(f"  {name:<{width}}{spec.doc}" for name, spec in MODELS.items())
+    return f"presets: {presets}\n\nmodels (a name trains on its task's usual dataset):\n{models}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pointabstract",
         description="Point-cloud abstractions: datasets, training, evaluation, viewer, benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    train = sub.add_parser("train", help="train a model from a preset and key=value overrides")
+    train = sub.add_parser("train", help="train a model from a preset and key=value overrides",
+                           epilog=_train_choices(), formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("config", help="preset name (e.g. demo), YAML file, or a model name (e.g. "
                        "capsule_ae_small_ca: its task's usual dataset, outputs in runs/<name>)")
     train.add_argument("overrides", nargs="*", metavar="key=value",

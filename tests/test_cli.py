@@ -380,3 +380,15 @@ def test_eval_options_of_another_task_are_one_line_naming_option_and_task(tmp_pa
         err = capsys.readouterr().err
         assert err == f"error: {said.format(tmp_path / 'ae.pt')}\n"
     assert not (tmp_path / "eval").exists()  # refused before anything was evaluated or written
+
+
+def test_train_help_lists_the_presets_and_every_registry_model_with_its_description(capsys):
+    from pointabstract.cli import main
+    from pointabstract.models import MODELS
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "presets: capsules_demo_ca, capsules_demo_dr, centroid_transformer_modelnet40, demo," in out
+    for name, spec in MODELS.items():
+        assert spec.doc and re.search(rf"^  {name} +{re.escape(spec.doc)}$", out, re.M), name
