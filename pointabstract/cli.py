@@ -117,20 +117,13 @@ def _kept(section: tuple[str, dict], found: dict) -> tuple[str, dict]:
 def _viewer_section(run, out: Path, agreement: dict | None = None) -> tuple[str, dict]:
     """The browser viewer (viewer.html beside report.md: 16 test shapes, every task) and the
     report's link to it."""
-    from .viz.tasks import SESSIONS, write_html
+    from .viz.tasks import PAGE_HELP, SESSIONS, write_html
 
     if run.config.task not in SESSIONS:
         return "", {}
     page = write_html(SESSIONS[run.config.task](run), out / "viewer.html", agreement=agreement)
     size = page.stat().st_size / 1e6
-    what = {"classification": "pick a test shape and a block, click a point: its K nearest neighbours in "
-                              "the block's feature space beside its K nearest in 3D space, with the part "
-                              "agreement",
-            "reconstruction": "pick a test shape and a latent capsule (or click a reconstructed point): "
-                              "the points it decodes, the capsules by majority part, each capsule's purity",
-            "part_segmentation": "pick a test shape: true | predicted parts (wrong points black) | the "
-                                 "tree's clusters at any level, with the category's part names"}
-    what = what[run.config.task]
+    what = PAGE_HELP[run.config.task]
     return ("## Interactive viewer\n\n"
             f"[viewer.html]({page.name}) ({size:.1f} MB, one self-contained file: opens offline in any "
             f"browser): {what}. Other shapes or options: `pointabstract view {run.path} --html OUT.html` "

@@ -34,8 +34,8 @@ from .core.loading import not_shown, restore_run
 from .segmentation.app import SegViewerState
 from .segmentation.session import SegSession
 
-__all__ = ["FIGURES", "HTMLS", "OPTIONS", "PNGS", "SESSIONS", "STATES", "html_indices", "load_input_session",
-           "load_session", "viewer_state", "write_html"]
+__all__ = ["FIGURES", "HTMLS", "OPTIONS", "PAGE_HELP", "PNGS", "SESSIONS", "STATES", "html_indices",
+           "load_input_session", "load_session", "viewer_state", "write_html"]
 
 # task -> the viewer's session of its runs, built from the restored run (engine.restored.Restored)
 SESSIONS: dict[str, Callable] = {
@@ -215,6 +215,16 @@ HTMLS = {
     "classification": _classification_html,
     "reconstruction": _capsule_html,
     "part_segmentation": _segmentation_html,
+}
+
+# task -> what its browser page (viewer.html) lets a reader do, for the eval report's link to it
+PAGE_HELP = {
+    "classification": "pick a test shape and a block, click a point: its K nearest neighbours in the block's "
+                      "feature space beside its K nearest in 3D space, with the part agreement",
+    "reconstruction": "pick a test shape and a latent capsule (or click a reconstructed point): the points "
+                      "it decodes, the capsules by majority part, each capsule's purity",
+    "part_segmentation": "pick a test shape: true | predicted parts (wrong points black) | the tree's "
+                         "clusters at any level, with the category's part names",
 }
 
 HTML_ARGS = {"block": None, "k": None, "color": None, "query": None, "capsule": None, "level": None,

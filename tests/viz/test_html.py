@@ -173,7 +173,7 @@ def test_segmentation_page_holds_the_panels_colours_levels_and_legend(html_runs,
 def test_every_task_of_the_viewer_has_a_page_writer():
     from pointabstract.viz import tasks
 
-    assert set(tasks.HTMLS) == set(tasks.SESSIONS) == set(tasks.STATES)
+    assert set(tasks.HTMLS) == set(tasks.SESSIONS) == set(tasks.STATES) == set(tasks.PAGE_HELP)
 
 
 # --- the commands ------------------------------------------------------------------------------
