@@ -258,16 +258,17 @@ def uncompiled_kernels(modules=None) -> list[str]:
     in all on a fresh install on 2 busy cores, 3 s when cached)."""
     if modules is None:
         try:
-            from .ops.kernels import fps, kdtree, neighbour_attention, select
+            from .ops.kernels import fps, kdtree, kdtree_build, neighbour_attention, select
         except ImportError:  # numba missing: the ops use other backends
             return []
-        modules = (fps, kdtree, neighbour_attention, select)
-    missing = []
+        modules = (fps, kdtree_build, kdtree, neighbour_attention, select)
+    missing, seen = [], set()
     for module in modules:
         for name, fn in vars(module).items():
             index = getattr(getattr(getattr(fn, "_cache", None), "_cache_file", None), "_index_path", None)
-            if index is not None and not fn.signatures and not os.path.exists(index):
+            if index is not None and id(fn) not in seen and not fn.signatures and not os.path.exists(index):
                 missing.append(f"{module.__name__}.{name}")
+            seen.add(id(fn))  # a kernel one module imports from another is named once
     return missing
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .kdtree import _BIG, build, build_par, max_nodes
+from .kdtree_build import BIG, build, build_par, max_nodes
 
 
 @njit(cache=True, boundscheck=False)
@@ -78,7 +78,7 @@ def _fps_generic_cloud(pts, n, m, start, out):
 
 # --- exact FPS with spatial pruning, for large clouds ------------------------------------------
 #
-# The points sit in a KD-tree (kdtree.build). Every node keeps its bounding box and the largest
+# The points sit in a KD-tree (kdtree_build.build). Every node keeps its bounding box and the largest
 # distance-to-the-selected-set among its points (with that point's index, lowest index on
 # ties). After picking a point p, a subtree whose box is at least its own maximum away from p
 # cannot change (every point in it is already at least that close to the set), so only the
@@ -226,7 +226,7 @@ def _fps_one(pts, lengths, m, starts, out, b):
 @njit(cache=True, parallel=True)
 def fps_par(pts, lengths, m, starts, out):
     """pts: (B, N, C); lengths, starts: (B,) int64; out: (B, M) int64, filled in place."""
-    if pts.shape[0] < 4 and pts.shape[1] >= _BIG and pts.shape[2] == 3:
+    if pts.shape[0] < 4 and pts.shape[1] >= BIG and pts.shape[2] == 3:
         for b in range(pts.shape[0]):  # few big clouds: parallelise inside each one
             _fps_tree_cloud_par(pts[b], lengths[b], m, starts[b], out[b])
         return

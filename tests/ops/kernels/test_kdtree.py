@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pointabstract.ops import knn_naive
-from pointabstract.ops.kernels import kdtree
+from pointabstract.ops.kernels import kdtree, kdtree_build
 from tests.fixtures import degenerate_cloud
 
 LEAF = 8
@@ -35,7 +35,7 @@ def test_splits_keep_equal_coordinates_together(kind):
     assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
     perm, lo, hi, dim, val, left = (t[0] for t in (trees.perm, trees.lo, trees.hi, trees.dim, trees.val, trees.left))
     x = pos[0].numpy()
-    used = np.flatnonzero(left[: kdtree.max_nodes(700, LEAF)] != -2)
+    used = np.flatnonzero(left[: kdtree_build.max_nodes(700, LEAF)] != -2)
     for node in used:
         if left[node] >= 0:  # an inner node: no coordinate equal to the cut value on the left
             a = dim[node]
