@@ -191,6 +191,19 @@ def _train_choices() -> str:
     return f"presets: {presets}\n\nmodels (a name trains on its task's usual dataset):\n{models}"
 
 
+class _TrainHelp(argparse.Action):
+    """``train --help`` with :func:`_train_choices` below it, read only when asked for (it imports
+    the registry and the configs, which commands needing fewer extras must not)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.epilog = _train_choices()
+        parser.print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pointabstract",
@@ -198,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     train = sub.add_parser("train", help="train a model from a preset and key=value overrides",
-                           epilog=_train_choices(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                           add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+    train.add_argument("-h", "--help", action=_TrainHelp, help="show this help message and exit")
     train.add_argument("config", help="preset name (e.g. demo), YAML file, or a model name (e.g. "
                        "capsule_ae_small_ca: its task's usual dataset, outputs in runs/<name>)")
     train.add_argument("overrides", nargs="*", metavar="key=value",

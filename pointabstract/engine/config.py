@@ -16,8 +16,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from .. import _validate as V
 from ..models import MODELS, model_config, model_task
 
@@ -143,6 +141,8 @@ def read_preset(path: Path) -> dict:
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not a UTF-8 text file (byte 0x{err.object[err.start]:02x} at offset "
                          f"{err.start})") from None
+    import yaml  # the train extra; imported here so that naming tasks (the CLI's parser) needs none
+
     try:
         flat = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -167,6 +167,8 @@ def parse_override(key: str, text: str):
     typed (stripped), so that paths keep a ``#`` or ``:`` (YAML would read ``runs/exp #1`` as
     ``runs/exp`` plus a comment, ``a: b`` as a mapping). A ``#`` that YAML would take for a
     comment after a typed value is refused rather than dropped."""
+    import yaml
+
     raw = text.strip()
     try:
         value = yaml.safe_load(raw)
