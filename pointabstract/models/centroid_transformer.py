@@ -30,7 +30,7 @@ from torch import nn
 from .. import _validate as V
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
 from ..nn.context_pool import ContextPoolOptions
-from ..ops import gather_points, knn, nearest_upsample
+from ..ops import gather_points, knn, max_over, nearest_upsample
 from .spec import ModelSpec
 
 __all__ = ["SPECS", "CentroidTransformer", "CentroidTransformerConfig"]
@@ -113,9 +113,12 @@ class CentroidTransformer(nn.Module):
         rel_w, point_w = first.weight[:, :3], first.weight[:, 3:]
         own = F.linear(point, point_w - F.pad(rel_w, (0, point_w.shape[1] - 3)), first.bias)  # (B, N, C0)
         edge = gather_points(pos @ rel_w.t(), idx) + own.unsqueeze(2)  # (B, N, K, C0)
-        for layer in [*self.embed[0]][1:] + [*self.embed][1:]:  # the MLP's other layers, norm, act
+        *layers, act = [*self.embed[0]][1:] + [*self.embed][1:]  # the MLP's other layers, norm, act
+        for layer in layers:
             edge = layer(edge)
-        return edge.max(2).values
+        # LeakyReLU is increasing, so it commutes with the max over the neighbours: applied to the
+        # (B, N, C0) maxima instead of the (B, N, K, C0) edges (the same values and gradients)
+        return act(max_over(edge, 2))
 
     def forward(self, pos: torch.Tensor, *, features: torch.Tensor | None = None,
                 return_features: bool = False) -> dict:
@@ -140,7 +143,7 @@ class CentroidTransformer(nn.Module):
         fused = torch.cat([b["features"] if b["pos"] is pos else
                            nearest_upsample(b["features"], b["pos"], pos) for b in blocks], -1)
         f = self.fuse(fused)  # (B, N, fuse_dim)
-        out = {"logits": self.head(torch.cat([f.max(1).values, f.mean(1)], -1))}
+        out = {"logits": self.head(torch.cat([max_over(f, 1), f.mean(1)], -1))}
         if return_features:
             out["blocks"] = blocks
         return out

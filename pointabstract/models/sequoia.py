@@ -31,7 +31,7 @@ from ..nn.blocks import BlockStack, PostBlock, SABlock, SequoiaBlock, TreeContex
 from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
 from ..nn.sequoia_attention import MODES
-from ..ops import build_tree
+from ..ops import build_tree, max_over
 from .spec import ModelSpec
 
 __all__ = ["SPECS", "SequoiaBackbone", "SequoiaBackboneConfig", "SequoiaClassifier", "SequoiaClsConfig",
@@ -183,7 +183,7 @@ class SequoiaClassifier(nn.Module):
         """
         V.check_cloud("pos", pos)
         outs, tree = self.backbone(pos, features)
-        out = {"logits": self.head(torch.cat([outs[-1].amax(1), outs[-1].mean(1)], -1))}
+        out = {"logits": self.head(torch.cat([max_over(outs[-1], 1), outs[-1].mean(1)], -1))}
         if return_features:
             out.update(_features_out(outs, pos, tree))
         return out

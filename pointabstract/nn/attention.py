@@ -64,11 +64,14 @@ def attend(q: torch.Tensor, kv: torch.Tensor, idx: torch.Tensor | None = None,
     nbrs = _FusedNeighbours(kv, idx) if _fused_ok(q, kv) else _GatheredNeighbours(kv, idx, heads)
     logits = nbrs.dot(q) * scale  # (B, M, K, H)
     pad = (idx < 0).unsqueeze(-1)  # (B, M, K, 1)
+    if not bool(pad.any()):  # no padding (the usual case): no masks to apply
+        pad = None
     if normalize == "inputs":
-        weights = _softmax_per_query(logits, pad)
+        weights = logits.softmax(dim=2) if pad is None else _softmax_per_query(logits, pad)
     else:
         weights = _softmax_per_input(logits, idx, n)
-    weights = weights.masked_fill(pad, 0.0)  # padded neighbours: exactly zero weight
+    if pad is not None:
+        weights = weights.masked_fill(pad, 0.0)  # padded neighbours: exactly zero weight
     return nbrs.sum(weights), weights if need_weights else None
 
 

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
+from ..ops._dist import take_rows
 from .mlp import PointBatchNorm
 
 __all__ = ["PrimaryPointCapsules", "primary_capsules_naive", "squash"]
@@ -102,10 +103,8 @@ class PrimaryPointCapsules(nn.Module):
         """pos: (B, N, 3) -> squashed primary capsules u: (B, P, D)."""
         V.check_cloud("pos", pos)
         h = self.mlp(pos)  # (B, N, C)
-        batch, n, c = h.shape
         idx = self._pool_points(h)  # (B, D, P) point of each branch channel's max-pool
-        offset = torch.arange(batch, device=h.device).view(batch, 1, 1) * n
-        rows = h.reshape(batch * n, c)[idx + offset]  # (B, D, P, C): h at those points
+        rows = take_rows(h, idx)  # (B, D, P, C): h at those points
         z = (rows * self.weight).sum(-1) + self.bias  # (B, D, P) pre-norm activation there
         mean, var = self._stats(h)
         out = (z - mean) * torch.rsqrt(var + self.bn_eps) * self.bn_weight + self.bn_bias
@@ -120,7 +119,7 @@ class PrimaryPointCapsules(nn.Module):
             w = self.weight[d0:d0 + self.chunk] * sign[d0:d0 + self.chunk, :, None]  # (d, P, C)
             # (d P, C) @ (B, C, N): N contiguous, so the argmax reads rows, not strided columns
             z = torch.matmul(w.reshape(-1, w.shape[-1]), h.transpose(1, 2))  # (B, d P, N): one chunk
-            out.append(z.view(h.shape[0], w.shape[0], w.shape[1], -1).argmax(-1))
+            out.append(z.view(h.shape[0], w.shape[0], w.shape[1], -1).max(-1).indices)  # argmax, faster
         return torch.cat(out, 1)
 
     def batch_moments(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:

@@ -58,7 +58,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
-from ..ops import gather_points, knn
+from ..ops import gather_points, knn, max_over
 from .attention import _fused_ok, _NeighbourSum  # the compiled neighbour sums of the attention
 
 __all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "ContextPoolOptions", "context_pool_from_config"]
@@ -144,7 +144,7 @@ class ContextPool(nn.Module):
         nbrs = gather_points(x, idx) if self.weights == "nonlocal" else None  # (B, N, K, C)
         pred = None
         if self.map1 is not None:
-            pred = self.map2(gather_points(self.map1(x), idx).amax(2).relu())  # (B, N, 1 or 2)
+            pred = self.map2(max_over(gather_points(self.map1(x), idx), 2).relu())  # (B, N, 1 or 2)
         logit, log_g, info = self._terms(x, p, nbrs, pred, dist2, idx)
         if self.normalize:
             coef = (logit + log_g).softmax(-1)  # (B, N, K)

@@ -12,6 +12,7 @@ from .fps import farthest_point_sample, farthest_point_sample_naive
 from .gather import gather_points, knn_interpolate, nearest_upsample
 from .knn import knn, knn_naive
 from .knn_graph import knn_graph
+from .reduce import max_over, max_over_naive
 from .sampling import KMeansResult, kmeans_sample, random_sample
 from .tree import PointTree, TreeLevel, build_tree, build_tree_naive
 from .tree_tables import TreeTables, nearest_siblings, node_positions, tree_tables, tree_tables_naive
@@ -36,6 +37,8 @@ __all__ = [
     "knn_graph",
     "knn_interpolate",
     "knn_naive",
+    "max_over",
+    "max_over_naive",
     "nearest_upsample",
     "random_sample",
 ]

@@ -37,7 +37,40 @@ def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     batch, n, channels = x.shape
     offsets = torch.arange(batch, device=x.device).view(-1, *([1] * (idx.dim() - 1))) * n
     flat = (idx.clamp(min=0) + offsets).reshape(-1)
-    return x.reshape(batch * n, channels).index_select(0, flat).view(*idx.shape, channels)
+    rows = x.reshape(batch * n, channels)
+    if rows.requires_grad and torch.is_grad_enabled() and _scatter_kernel_ok(rows):
+        return _TakeRows.apply(rows, flat).view(*idx.shape, channels)
+    return rows.index_select(0, flat).view(*idx.shape, channels)
+
+
+def _scatter_kernel_ok(x: torch.Tensor) -> bool:
+    from .kernels import AVAILABLE
+
+    return AVAILABLE and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+
+
+class _TakeRows(torch.autograd.Function):
+    """``rows[flat]`` whose backward scatter-adds by the compiled kernel
+    (:mod:`pointabstract.ops.kernels.scatter_rows`) instead of ``index_add_``."""
+
+    @staticmethod
+    def forward(ctx, rows, flat):
+        ctx.save_for_backward(flat)
+        ctx.count = rows.shape[0]
+        return rows.index_select(0, flat)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        from .kernels import run, scatter_rows
+
+        (flat,) = ctx.saved_tensors
+        grad = grad.contiguous()
+        out = grad.new_zeros(ctx.count, grad.shape[1])
+        parts = max(1, torch.get_num_threads())
+        run(scatter_rows.scatter_add_rows, scatter_rows.scatter_add_rows_ser, grad.numpy(), flat.numpy(),
+            out.numpy(), parts, work=grad.numel())
+        return out, None
 
 
 def sort_exact(q: torch.Tensor, r: torch.Tensor, idx: torch.Tensor):

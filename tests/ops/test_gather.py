@@ -65,3 +65,23 @@ def test_nearest_upsample():
 def test_feature_shape_must_match_positions():
     with pytest.raises(ValueError, match="x must have shape"):
         nearest_upsample(cloud(1, 5, 4), cloud(1, 6), cloud(1, 3))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gather_backward_sums_repeats_like_index_add(threads):
+    # the compiled scatter-add of the backward pass (ops/kernels/scatter_rows.py), parallel and
+    # serial drivers, against torch's index_add_; large enough for the parallel driver
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        gen = torch.Generator().manual_seed(7)
+        x = torch.randn(3, 40, 33, dtype=torch.float64, generator=gen).requires_grad_()
+        idx = torch.randint(-1, 40, (3, 300, 16), generator=gen)  # many repeats, some padding
+        grad = torch.randn(3, 300, 16, 33, dtype=torch.float64, generator=gen)
+        gather_points(x, idx).backward(grad)
+    finally:
+        torch.set_num_threads(old)
+    flat = (idx.clamp(min=0) + torch.arange(3).view(3, 1, 1) * 40).reshape(-1)
+    keep = (idx >= 0).reshape(-1, 1).to(grad.dtype)  # padded slots are zeroed in the forward
+    ref = torch.zeros(120, 33, dtype=torch.float64).index_add_(0, flat, grad.reshape(-1, 33) * keep)
+    torch.testing.assert_close(x.grad, ref.view(3, 40, 33), rtol=1e-12, atol=1e-12)

@@ -19,7 +19,7 @@ __all__ = ["compile_kernels"]
 
 
 def _ops(generator: torch.Generator) -> None:
-    from .. import ball_query, farthest_point_sample, knn
+    from .. import ball_query, farthest_point_sample, gather_points, knn, max_over
     from . import neighbour_attention, run
 
     pos = torch.rand(4, 1024, 3, generator=generator)
@@ -40,6 +40,12 @@ def _ops(generator: torch.Generator) -> None:
     grad_kv = np.zeros_like(kv)
     run(kernel.dot_backward, kernel.dot_backward_ser, w, q, kv, idx, np.empty_like(q), grad_kv)
     run(kernel.sum_backward, kernel.sum_backward_ser, q, w, kv, idx, np.empty_like(w), grad_kv)
+    # max over a middle axis and a row gather, with their gradients (ops.max_over; the
+    # scatter-add of gather_points' backward), above the parallel threshold
+    x = torch.rand(256, 16, 32, generator=generator, requires_grad=True)
+    max_over(x, 1).sum().backward()
+    rows = torch.randint(0, 16, (4, 4096), generator=generator)
+    gather_points(x.detach()[:4].requires_grad_(), rows).sum().backward()
 
 
 def compile_kernels() -> float:

@@ -33,3 +33,19 @@ def test_pointabstract_first_or_an_explicit_policy_leaves_openmp_alone():
 
 def test_the_test_suite_imports_pointabstract_before_torch():
     assert not pointabstract.OPENMP_SPINS
+
+
+SPIN = "import os\nimport pointabstract\nprint(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))"
+
+
+def _spin(extra: dict[str, str]) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    return subprocess.run([sys.executable, "-c", SPIN], env={**env, **extra}, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_passive_threads_spin_briefly_unless_told_otherwise():
+    assert _spin({}) == f"PASSIVE {pointabstract.SPIN_COUNT}"
+    assert _spin({"OMP_WAIT_POLICY": "passive"}) == f"passive {pointabstract.SPIN_COUNT}"
+    assert _spin({"GOMP_SPINCOUNT": "0"}) == "PASSIVE 0"  # fully passive, the user's choice
+    assert _spin({"OMP_WAIT_POLICY": "ACTIVE"}) == "ACTIVE None"  # a spin count would cap ACTIVE's
