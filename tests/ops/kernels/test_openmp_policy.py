@@ -1,6 +1,9 @@
-"""Imported after torch without OMP_WAIT_POLICY, torch's OpenMP threads busy-wait: pointabstract
-then starts an idle second OpenMP team, which makes GNU OpenMP shorten its busy-wait (the
-mechanism is checked here; the contention measurement is tools/openmp_contention.py)."""
+"""OpenMP settings pointabstract makes on import (pointabstract/__init__.py).
+
+Imported after torch without OMP_WAIT_POLICY, torch's OpenMP threads busy-wait: pointabstract
+then starts an idle second OpenMP team, which makes GNU OpenMP shorten its busy-wait. Imported
+first, it sets the passive policy with a short spin (GOMP_SPINCOUNT) unless told otherwise. The
+mechanisms are checked here; the measurements are tools/openmp_contention.py's."""
 
 import os
 import subprocess
