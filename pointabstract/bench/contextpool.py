@@ -111,23 +111,14 @@ def measure_cost(host: str, variant: str, *, data: str, repeats: int, tiny: bool
     import torch
 
     from ..data import collate
-    from ..engine import build_task
-    from ..engine.trainer import build_optimizer
-    from ..models import build_model
     from .measure import measure_step
+    from .train_speed import _step, step_parts
 
-    cfg = _config(host, variant, data, 0, tiny=tiny)
-    task = build_task(cfg)
-    train = task.dataset("train", train=True)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).train()
-    opt, _ = build_optimizer(cfg, model)
-    batch = collate([train[i] for i in range(cfg.data.batch_size)])
+    task, model, opt, batch, train = step_parts(_config(host, variant, data, 0, tiny=tiny))
+    cpu = torch.device("cpu")
 
     def step(b):
-        opt.zero_grad(set_to_none=True)
-        task.step(model, b, torch.device("cpu"))[0].backward()
-        opt.step()
+        _step(task, model, opt, b, cpu)
 
     step(collate([train[i] for i in range(2)]))  # compiled kernels, lazy initialisation
     params = sum(p.numel() for p in model.parameters())

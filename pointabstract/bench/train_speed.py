@@ -91,15 +91,27 @@ def _timed(fn) -> float:
 
 
 def _setup(preset: str, overrides: dict):
-    """(cfg, task, model, optimiser, batch) for one training step as the trainer runs it."""
+    """(cfg, task, model, optimiser, batch, device) for one training step as the trainer runs it."""
+    import torch
+
+    from ..engine import load_config
+
+    cfg = load_config(preset, {**overrides, "data.workers": 0, "log.progress": False})
+    task, model, opt, batch, _ = step_parts(cfg)
+    return cfg, task, model, opt, batch, torch.device("cpu")
+
+
+def step_parts(cfg) -> tuple:
+    """(task, model, optimiser, batch, training set) of one training step of ``cfg`` as the trainer
+    builds them: the task, the model and its optimiser (seeded by ``cfg.seed``), the first batch of
+    the training set and the set itself."""
     import torch
 
     from ..data import collate
-    from ..engine import build_task, load_config
+    from ..engine import build_task
     from ..engine.trainer import build_optimizer
     from ..models import build_model
 
-    cfg = load_config(preset, {**overrides, "data.workers": 0, "log.progress": False})
     torch.manual_seed(cfg.seed)
     task = build_task(cfg)
     ds = task.dataset("train", train=True)
@@ -107,7 +119,7 @@ def _setup(preset: str, overrides: dict):
     batch = collate([ds[i] for i in range(min(cfg.data.batch_size, len(ds)))])
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()}).train()
     opt, _ = build_optimizer(cfg, model)
-    return cfg, task, model, opt, batch, torch.device("cpu")
+    return task, model, opt, batch, ds
 
 
 def _flops(task, model, batch, device) -> float:

@@ -151,8 +151,7 @@ def _softmax_per_input(logits: torch.Tensor, idx: torch.Tensor, n: int) -> torch
 def _fused_ok(q: torch.Tensor, kv: torch.Tensor) -> bool:
     from ..ops import kernels
 
-    return (kernels.AVAILABLE and q.device.type == "cpu" and q.dtype == kv.dtype
-            and q.dtype in (torch.float32, torch.float64))
+    return kernels.takes(q, kv)
 
 
 class _GatheredNeighbours:

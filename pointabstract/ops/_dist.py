@@ -38,15 +38,11 @@ def take_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     offsets = torch.arange(batch, device=x.device).view(-1, *([1] * (idx.dim() - 1))) * n
     flat = (idx.clamp(min=0) + offsets).reshape(-1)
     rows = x.reshape(batch * n, channels)
-    if rows.requires_grad and torch.is_grad_enabled() and _scatter_kernel_ok(rows):
+    from .kernels import takes
+
+    if rows.requires_grad and torch.is_grad_enabled() and takes(rows):
         return _TakeRows.apply(rows, flat).view(*idx.shape, channels)
     return rows.index_select(0, flat).view(*idx.shape, channels)
-
-
-def _scatter_kernel_ok(x: torch.Tensor) -> bool:
-    from .kernels import AVAILABLE
-
-    return AVAILABLE and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
 
 
 class _TakeRows(torch.autograd.Function):

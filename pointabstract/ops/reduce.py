@@ -32,7 +32,9 @@ def max_over(x: torch.Tensor, dim: int) -> torch.Tensor:
     dim = dim % x.dim()
     if x.shape[dim] == 0:
         raise ValueError(f"x has no entries along dim {dim} to take the max of, shape {tuple(x.shape)}")
-    if dim == x.dim() - 1 or not _kernel_ok(x):
+    from .kernels import takes
+
+    if dim == x.dim() - 1 or not takes(x):
         return x.max(dim).values
     return _MaxOver.apply(x, dim)
 
@@ -40,12 +42,6 @@ def max_over(x: torch.Tensor, dim: int) -> torch.Tensor:
 def max_over_naive(x: torch.Tensor, dim: int) -> torch.Tensor:
     """Reference (tests only): ``torch.max`` along ``dim``."""
     return x.max(dim).values
-
-
-def _kernel_ok(x: torch.Tensor) -> bool:
-    from .kernels import AVAILABLE
-
-    return AVAILABLE and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
 
 
 def _run(name: str, work: int, *arrays) -> None:

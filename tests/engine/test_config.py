@@ -131,33 +131,26 @@ def test_an_empty_preset_is_refused(tmp_path, text):
         load_config(empty)
 
 
-@pytest.mark.parametrize("override, message", [
-    ("task.scale=[0.5]", r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
-    ("task.scale=[0.5, 1, 2]", r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5, 1, 2\]"),
-    ("task.scale=[1.5, 0.5]", r"task.scale must satisfy 0 < low <= high, got \[1.5, 0.5\]"),
-    ("task.categories=[Foo]", r"task.categories must name ShapeNetPart categories \(\['Airplane', .*\]\), "
-                              r"got unknown \['Foo'\]"),
-    ("task.shift=-1", r"task.shift must be a finite number in \[0.0, inf\), got -1.0"),
-    ("task.votes=0", r"task.votes must be a positive int, got 0"),
-    ("task.layout=v1", r"task.layout must be one of \['', 'normal', 'v0', 'hdf5'\] \(''\: detect\), got 'v1'"),
+_SEG, _CLS = "sequoia_seg_demo", "centroid_transformer"  # a part-segmentation and a classification model
+
+
+@pytest.mark.parametrize("model, override, message", [
+    (_SEG, "task.scale=[0.5]", r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5\]"),
+    (_SEG, "task.scale=[0.5, 1, 2]", r"task.scale must be a list of 2 numbers \[low, high\], got \[0.5, 1, 2\]"),
+    (_SEG, "task.scale=[1.5, 0.5]", r"task.scale must satisfy 0 < low <= high, got \[1.5, 0.5\]"),
+    (_SEG, "task.categories=[Foo]", r"task.categories must name ShapeNetPart categories \(\['Airplane', .*\]\), "
+                                    r"got unknown \['Foo'\]"),
+    (_SEG, "task.shift=-1", r"task.shift must be a finite number in \[0.0, inf\), got -1.0"),
+    (_SEG, "task.votes=0", r"task.votes must be a positive int, got 0"),
+    (_SEG, "task.layout=v1", r"task.layout must be one of \['', 'normal', 'v0', 'hdf5'\] \(''\: detect\), got 'v1'"),
+    (_CLS, "task.label_smoothing=1.0", r"task.label_smoothing must be a finite number in \[0.0, 1.0\), got 1.0"),
+    (_CLS, "task.votes=0", r"task.votes must be a positive int, got 0"),
+    (_CLS, "task.augment=flip", r"task.augment must be one of \[.*\], got 'flip'"),
 ])
-def test_wrong_option_shapes_name_the_key(override, message):
+def test_wrong_task_settings_name_the_key(model, override, message):
     from pointabstract.engine.tasks import build_task
 
-    cfg = load_config(None, ["model=sequoia_seg_demo", override])
-    with pytest.raises(ValueError, match=message):
-        build_task(cfg)
-
-
-@pytest.mark.parametrize("override, message", [
-    ("task.label_smoothing=1.0", r"task.label_smoothing must be a finite number in \[0.0, 1.0\), got 1.0"),
-    ("task.votes=0", r"task.votes must be a positive int, got 0"),
-    ("task.augment=flip", r"task.augment must be one of \[.*\], got 'flip'"),
-])
-def test_classification_settings_name_the_key(override, message):
-    from pointabstract.engine.tasks import build_task
-
-    cfg = load_config(None, ["model=centroid_transformer", override])
+    cfg = load_config(None, [f"model={model}", override])
     with pytest.raises(ValueError, match=message):
         build_task(cfg)
 

@@ -33,6 +33,14 @@ except ImportError:  # pragma: no cover - exercised only in broken installs
     numba = None
     AVAILABLE = False
 
+def takes(*tensors: torch.Tensor) -> bool:
+    """True if the compiled kernels can run on ``tensors``: numba works, and all of them are CPU
+    tensors of one dtype, float32 or float64 (what the kernels are compiled for)."""
+    first = tensors[0]
+    return (AVAILABLE and first.dtype in (torch.float32, torch.float64)
+            and all(t.device.type == "cpu" and t.dtype == first.dtype for t in tensors))
+
+
 def to_numpy(x: torch.Tensor):
     """A contiguous numpy view / copy for the kernels (float16 / bfloat16 widened exactly to
     float32: the kernels are compiled for float32, float64 and int64)."""
