@@ -6,7 +6,7 @@ from .attention import NORMALIZE, MultiHeadSelfAttention, attend, attend_naive
 from .blocks import BlockStack, CABlock, PostBlock, SABlock, SequoiaBlock, TreeContext
 from .capsules import PrimaryPointCapsules, squash
 from .centroid_attention import INITS, CentroidAttention, farthest_from_centroid
-from .context_pool import LOCALITIES, WEIGHTS, ContextPool, context_pool_from_config
+from .context_pool import LOCALITIES, MAPPINGS, SIZES, WEIGHTS, ContextPool, context_pool_from_config
 from .mlp import ACTIVATIONS, MLP, FeedForward, PointBatchNorm, make_activation, make_norm
 from .routing import ROUTINGS, CentroidRouting, DynamicRouting, EMRouting, build_routing
 from .sequoia_attention import SequoiaAttention, TreeProposal
@@ -16,9 +16,11 @@ __all__ = [
     "ACTIVATIONS",
     "INITS",
     "LOCALITIES",
+    "MAPPINGS",
     "MLP",
     "NORMALIZE",
     "ROUTINGS",
+    "SIZES",
     "BlockStack",
     "CABlock",
     "CentroidAttention",

@@ -7,20 +7,25 @@ learned Gaussian support, so the next attention block sees context-aware feature
     g_ij = exp(-|p_j - p_i|^2 / (2 sigma_i^2))       the locality prior (paper: Gaussian mask g^i)
     {w, s} = m(X)                                    the mapping: two layers, 2 outputs per point
 
-The paper's mapping is two convolutions over the token sequence. Its point-set analogue here:
-layer 1 sees each point's neighbourhood (a linear layer on every neighbour's features,
-max-pooled over the K neighbours, ReLU), layer 2 is per point (a linear layer with one output
-per predicted quantity: the weight logit ``a_i`` and/or the size logit ``b_i``).
+The paper's mapping is two convolutions over the token sequence. Its point-set analogue here
+(``mapping="neighbourhood"``, the default): layer 1 sees each point's neighbourhood (a linear
+layer on every neighbour's features, max-pooled over the K neighbours, ReLU), layer 2 is per
+point (a linear layer with one output per predicted quantity: the weight logit ``a_i`` and/or
+the size logit ``b_i``). ``mapping="point"`` is the paper's "MLP-based CP" (its Table 3): both
+layers per point, so a point's weight and size see only its own features.
 
 Normalisation (as in the paper, with one documented departure for the sizes):
 
 - weights: ``w = softmax(a)`` over the N points of each cloud (``w >= 0``, ``sum_j w_j = 1``).
   The cloud-wide softmax denominator cancels in ``y_i``, so the pooling coefficients are
   ``softmax_j(a_j + log g_ij)`` over i's K neighbours (computed that way: no underflow).
-- sizes: ``s_i = sigmoid(b_i)``, the two-way softmax of ``(b_i, 0)``, in (0, 1) like the paper's
-  normalised size ``s_i in [0, 1]``. A softmax over the N points would tie the sizes to sum to
-  one (mean ``N s_i = 1``), making the mean window ``r`` times the spacing, where the Gaussian
-  vanishes at every neighbour and its gradients with it; so each size is normalised alone.
+- sizes (``sizes="sigmoid"``, the default): ``s_i = sigmoid(b_i)``, the two-way softmax of
+  ``(b_i, 0)``, in (0, 1) like the paper's normalised size ``s_i in [0, 1]``. A softmax over the
+  N points would tie the sizes to sum to one (mean ``N s_i = 1``), making the mean window ``r``
+  times the spacing, where the Gaussian vanishes at every neighbour and its gradients with it;
+  so each size is normalised alone. ``sizes="softmax"`` is the paper's literal variant:
+  ``s = softmax(b)`` over the N points of each cloud and ``sigma_i = r * N * s_i * h_i`` (the
+  paper's ``r n s_i`` with n = N tokens at the local spacing).
 - support: the paper's ``sigma_i = r n s_i`` (``r = 0.1``) measures the window in tokens: n
   tokens at unit spacing. Here the pool reaches the K nearest points (n -> K) and the unit
   spacing becomes the local point spacing ``h_i`` (the mean, over i's K neighbours, of each
@@ -61,10 +66,13 @@ from .. import _validate as V
 from ..ops import gather_points, knn, max_over
 from .attention import _fused_ok, _NeighbourSum  # the compiled neighbour sums of the attention
 
-__all__ = ["LOCALITIES", "WEIGHTS", "ContextPool", "ContextPoolOptions", "context_pool_from_config"]
+__all__ = ["LOCALITIES", "MAPPINGS", "SIZES", "WEIGHTS", "ContextPool", "ContextPoolOptions",
+           "context_pool_from_config"]
 
 WEIGHTS = ("learned", "uniform", "nonlocal")
 LOCALITIES = ("gaussian", "none", "fixed")
+SIZES = ("sigmoid", "softmax")
+MAPPINGS = ("neighbourhood", "point")
 
 
 class ContextPool(nn.Module):
@@ -83,18 +91,28 @@ class ContextPool(nn.Module):
         locality: ``"gaussian"`` (learned support) | ``"none"`` | ``"fixed"`` (hard window).
         window: points in the fixed window (1..k; default k // 2); only with ``"fixed"``.
         r: the paper's scale of the support, ``sigma_i = r * K * s_i * h_i``; > 0.
+        mapping: ``"neighbourhood"`` (layer 1 max-pooled over the K neighbours, the default) |
+            ``"point"`` (both layers per point: the paper's "MLP-based CP").
+        sizes: ``"sigmoid"`` (each size alone, the default) | ``"softmax"`` (over the cloud,
+            the paper's literal normalisation, ``sigma_i = r * N * s_i * h_i``); only with
+            ``"gaussian"``.
         hidden: channels of the mapping's first layer (default max(8, C // 4)).
     """
 
     def __init__(self, dim: int, *, k: int = 16, weights: str = "learned", normalize: bool = True,
                  locality: str = "gaussian", window: int | None = None, r: float = 0.1,
-                 hidden: int | None = None):
+                 hidden: int | None = None, sizes: str = "sigmoid", mapping: str = "neighbourhood"):
         super().__init__()
         self.dim = V.check_int("dim", dim, low=1)
         self.k = V.check_int("k", k, low=2)
         V.check_choice("weights", weights, WEIGHTS)
         V.check_choice("locality", locality, LOCALITIES)
         V.check_bool("normalize", normalize)
+        V.check_choice("sizes", sizes, SIZES)
+        V.check_choice("mapping", mapping, MAPPINGS)
+        if sizes != "sigmoid" and locality != "gaussian":
+            raise ValueError(f"sizes={sizes!r} needs locality='gaussian' (the learned support), got "
+                             f"locality={locality!r}")
         if not normalize and weights == "uniform":
             raise ValueError("normalize=False needs learned or nonlocal weights (uniform weights have "
                              "nothing to normalise), got weights='uniform'")
@@ -105,7 +123,7 @@ class ContextPool(nn.Module):
             raise ValueError(f"window is only used with locality='fixed', got window={window!r} with "
                              f"locality={locality!r}")
         self.weights, self.normalize, self.locality = weights, normalize, locality
-        self.window, self.r = window, V.check_positive("r", r)
+        self.window, self.r, self.sizes, self.mapping = window, V.check_positive("r", r), sizes, mapping
         outputs = (weights == "learned") + (locality == "gaussian")  # a_i and / or b_i
         hidden = max(8, dim // 4) if hidden is None else V.check_int("hidden", hidden, low=1)
         self.map1 = nn.Linear(dim, hidden) if outputs else None  # m(X), layer 1 (neighbourhood)
@@ -116,6 +134,8 @@ class ContextPool(nn.Module):
 
     def extra_repr(self) -> str:
         extra = f", window={self.window}" if self.locality == "fixed" else ""
+        extra += f", sizes={self.sizes!r}" if self.sizes != "sigmoid" else ""
+        extra += f", mapping={self.mapping!r}" if self.mapping != "neighbourhood" else ""
         return (f"dim={self.dim}, k={self.k}, weights={self.weights!r}, normalize={self.normalize}, "
                 f"locality={self.locality!r}{extra}, r={self.r}")
 
@@ -143,7 +163,9 @@ class ContextPool(nn.Module):
         dist2, idx = knn(p, p, k)  # (B, N, K): the point itself first
         nbrs = gather_points(x, idx) if self.weights == "nonlocal" else None  # (B, N, K, C)
         pred = None
-        if self.map1 is not None:
+        if self.map1 is not None and self.mapping == "point":  # the paper's MLP-based mapping
+            pred = self.map2(self.map1(x).relu())  # (B, N, 1 or 2)
+        elif self.map1 is not None:
             pred = self.map2(max_over(gather_points(self.map1(x), idx), 2).relu())  # (B, N, 1 or 2)
         logit, log_g, info = self._terms(x, p, nbrs, pred, dist2, idx)
         if self.normalize:
@@ -169,8 +191,12 @@ class ContextPool(nn.Module):
         else:
             logit = torch.zeros_like(dist2)
         if self.locality == "gaussian":
-            s = pred[..., -1].sigmoid()  # (B, N)
-            sigma = self.r * idx.shape[2] * s * _spacing(dist2, idx)
+            if self.sizes == "softmax":  # the paper's: sizes sum to 1 over the cloud, sigma = r N s h
+                s = pred[..., -1].softmax(-1)  # (B, N)
+                sigma = self.r * idx.shape[1] * s * _spacing(dist2, idx)
+            else:
+                s = pred[..., -1].sigmoid()  # (B, N)
+                sigma = self.r * idx.shape[2] * s * _spacing(dist2, idx)
             floor = _floor(pos)  # (B, 1): a vanishing size pools nothing, with finite gradients
             var = (sigma.square() + floor.square()).clamp_min(torch.finfo(x.dtype).tiny)  # (B, N)
             log_g = -dist2 / (2 * var).unsqueeze(-1)
@@ -222,6 +248,8 @@ class ContextPoolOptions:
     context_pool_locality: str = "gaussian"  # ContextPool locality: gaussian (learned) | none | fixed
     context_pool_window: int | None = None  # ContextPool fixed window (points; None: k // 2)
     context_pool_r: float = 0.1  # ContextPool support scale: sigma_i = r K s_i h_i
+    context_pool_sizes: str = "sigmoid"  # ContextPool sizes: sigmoid (each alone) | softmax (paper's)
+    context_pool_mapping: str = "neighbourhood"  # ContextPool m(X) layer 1: neighbourhood | point (MLP)
 
 
 def context_pool_from_config(cfg, dim: int) -> ContextPool | None:
@@ -230,13 +258,15 @@ def context_pool_from_config(cfg, dim: int) -> ContextPool | None:
     Reads the ``context_pool*`` fields every attention model's config has (the ``model.*``
     keys ``context_pool``, ``context_pool_k``, ``context_pool_weights``,
     ``context_pool_normalize``, ``context_pool_locality``, ``context_pool_window``,
-    ``context_pool_r``); ``context_pool=False`` (the default) gives None.
+    ``context_pool_r``, ``context_pool_sizes``, ``context_pool_mapping``); ``context_pool=False``
+    (the default) gives None.
     """
     if not V.check_bool("context_pool", cfg.context_pool):
         return None
     try:
         return ContextPool(dim, k=cfg.context_pool_k, weights=cfg.context_pool_weights,
                            normalize=cfg.context_pool_normalize, locality=cfg.context_pool_locality,
-                           window=cfg.context_pool_window, r=cfg.context_pool_r)
+                           window=cfg.context_pool_window, r=cfg.context_pool_r,
+                           sizes=cfg.context_pool_sizes, mapping=cfg.context_pool_mapping)
     except (TypeError, ValueError) as err:  # name the config keys the user wrote
         raise type(err)(f"context_pool options (model.context_pool_<name>): {err}") from None

@@ -49,10 +49,13 @@ def context_pool_naive(pool: ContextPool, x: torch.Tensor, pos: torch.Tensor) ->
         a, s = [], []
         for i in range(n):
             if pool.map1 is not None:  # layer 1: max over i's neighbours, ReLU; layer 2 per point
-                h = torch.stack([pool.map1(x[b, j]) for j in nbrs[i]]).amax(0).relu()
+                own = [i] if pool.mapping == "point" else nbrs[i]  # the MLP-based mapping: i alone
+                h = torch.stack([pool.map1(x[b, j]) for j in own]).amax(0).relu()
                 pred = pool.map2(h)
                 a.append(pred[0])
-                s.append(torch.sigmoid(pred[-1]))
+                s.append(pred[-1] if pool.sizes == "softmax" else torch.sigmoid(pred[-1]))
+        if s and pool.sizes == "softmax":  # the paper's sizes: a softmax over the cloud's points
+            s = list(torch.softmax(torch.stack(s), 0))
         w_cloud = torch.softmax(torch.stack(a), 0) if pool.weights == "learned" and pool.normalize else None
         for i in range(n):
             w, g = [], []
@@ -65,7 +68,7 @@ def context_pool_naive(pool: ContextPool, x: torch.Tensor, pos: torch.Tensor) ->
                     w.append(torch.ones((), dtype=x.dtype))
                 if pool.locality == "gaussian":
                     h_i = sum(nearest[jj] for jj in nbrs[i]) / k
-                    sigma = pool.r * k * s[i] * h_i
+                    sigma = pool.r * (n if pool.sizes == "softmax" else k) * s[i] * h_i
                     g.append(torch.exp(-dist[i][j] / (2 * (sigma**2 + eps**2))) if dist[i][j] > 0 else
                              torch.ones((), dtype=x.dtype))
                 elif pool.locality == "fixed":

@@ -74,7 +74,7 @@ def test_table_marks_differences_beyond_the_seed_spread():
     uniform = next(line for line in table.splitlines() if line.startswith("| uniform "))
     assert uniform.count("within spread") == 2 and "out of memory" in uniform
     assert set(VARIANTS) >= {"none", "cp", "uniform", "nl", "unnormalised", "no_locality", "fixed_window",
-                             "fewer_cp"}
+                             "paper_sizes", "mlp_mapping", "fewer_cp"}
 
 
 @pytest.mark.slow  # fresh processes for the cost columns

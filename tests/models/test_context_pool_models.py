@@ -59,6 +59,9 @@ def test_off_by_default_and_variant_options_reach_the_module():
                         context_pool_locality="fixed", context_pool_window=3, context_pool_k=6)
     pool = model.backbone.blocks[1].post
     assert (pool.weights, pool.locality, pool.window, pool.k) == ("nonlocal", "fixed", 3, 6)
+    paper = build_model("centroid_transformer", tiny=True, context_pool=True, context_pool_sizes="softmax",
+                        context_pool_mapping="point").blocks[0].post
+    assert (paper.sizes, paper.mapping) == ("softmax", "point")
     with pytest.raises(ValueError, match=r"context_pool options .*locality must be one of .*got .box."):
         build_model("softmax_seg", tiny=True, context_pool=True, context_pool_locality="box")
     with pytest.raises(TypeError, match=r"context_pool must be True or False, got str 'yes'"):

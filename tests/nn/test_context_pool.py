@@ -25,6 +25,47 @@ def test_matches_naive_reference(weights, normalize, locality):
     torch.testing.assert_close(pool(x, pos), context_pool_naive(pool, x, pos))
 
 
+@pytest.mark.parametrize("weights,normalize", [("learned", True), ("uniform", True), ("learned", False)])
+def test_paper_sizes_match_naive_reference(weights, normalize):
+    pool = _pool(weights, normalize, "gaussian", r=0.5, sizes="softmax")
+    x, pos = cloud(2, 11, 6, dtype=torch.float64, seed=1), cloud(2, 11, dtype=torch.float64, seed=2)
+    torch.testing.assert_close(pool(x, pos), context_pool_naive(pool, x, pos))
+
+
+def test_paper_sizes_sum_to_one_over_the_cloud_and_sigma_is_r_n_s_h():
+    # sizes="softmax": the paper's s = softmax(b) over the N tokens and sigma = r n s, n = N here;
+    # on a unit-spaced line (h_i = 1) sigma is r N s_i exactly, so its mean over the cloud is r
+    pos = torch.zeros(2, 12, 3)
+    pos[:, :, 0] = torch.arange(12.0)
+    pool = ContextPool(4, k=5, r=0.1, sizes="softmax")
+    _, info = pool(torch.randn(2, 12, 4), pos, return_info=True)
+    torch.testing.assert_close(info["size"].sum(-1), torch.ones(2))
+    torch.testing.assert_close(info["sigma"], 0.1 * 12 * info["size"])
+    torch.testing.assert_close(info["sigma"].mean(-1), torch.full((2,), 0.1))
+    assert "sizes='softmax'" in repr(pool) and "sizes" not in repr(ContextPool(4))
+
+
+@pytest.mark.parametrize("weights,locality", [("learned", "gaussian"), ("learned", "none"),
+                                               ("uniform", "gaussian")])
+def test_mlp_mapping_matches_naive_reference(weights, locality):
+    pool = _pool(weights, True, locality, r=0.5, mapping="point")
+    x, pos = cloud(2, 11, 6, dtype=torch.float64, seed=1), cloud(2, 11, dtype=torch.float64, seed=2)
+    torch.testing.assert_close(pool(x, pos), context_pool_naive(pool, x, pos))
+
+
+def test_mlp_mapping_predicts_from_each_point_alone():
+    # the paper's "MLP-based CP": changing one point's features changes only its own weight and
+    # size; with the neighbourhood mapping its neighbours' predictions change too
+    x, pos = cloud(1, 20, 6, seed=5), cloud(1, 20, seed=6)
+    bumped = x.clone()
+    bumped[0, 3] += 1.0
+    for mapping, others_move in (("point", False), ("neighbourhood", True)):
+        pool = _pool(mapping=mapping).float()
+        (_, a), (_, b) = pool(x, pos, return_info=True), pool(bumped, pos, return_info=True)
+        moved = (a["size"] != b["size"])[0]
+        assert bool(moved[3]) and bool(moved[torch.arange(20) != 3].any()) == others_move, mapping
+
+
 @pytest.mark.parametrize("n,k", [(1, 4), (3, 5), (9, 9)])
 def test_matches_naive_when_the_cloud_is_small(n, k):
     pool = _pool(k=k)
@@ -138,6 +179,9 @@ def test_as_a_post_module_after_every_block():
     ({"dim": 4, "window": 3}, ValueError, r"window is only used with locality='fixed'"),
     ({"dim": 4, "r": 0.0}, ValueError, r"r must be a positive finite number, got 0.0"),
     ({"dim": 4, "r": "0.1"}, TypeError, r"r must be a real number, got str '0.1'"),
+    ({"dim": 4, "mapping": "conv"}, ValueError, r"mapping must be one of .*'point'.*got 'conv'"),
+    ({"dim": 4, "sizes": "tanh"}, ValueError, r"sizes must be one of .*'softmax'.*got 'tanh'"),
+    ({"dim": 4, "sizes": "softmax", "locality": "none"}, ValueError, r"sizes='softmax' needs locality='gaussian'"),
 ])
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
