@@ -54,6 +54,7 @@ class SequoiaBackboneConfig(ContextPoolOptions):
     leaf_size: int = 16  # tree: at most this many points per lowest group
     siblings_k: int = 16  # parallel mode: same-level nearest nodes each node attends to
     mlp_ratio: float = 2.0  # hidden width of each layer's MLP, times dim
+    rel_pos: bool = True  # sequoia proposals: relative-position terms (false: the paper's eq. 1-2 as printed)
 
 
 @dataclass
@@ -91,7 +92,7 @@ class SequoiaBackbone(nn.Module):
             # last layer skips the hub updates no output would see
             blocks = [SequoiaBlock(cfg.dim, heads=cfg.heads, mode=cfg.mode, siblings_k=cfg.siblings_k,
                                    mlp_ratio=cfg.mlp_ratio, branching=cfg.branching, leaf_size=cfg.leaf_size,
-                                   pool_children=i == 0,
+                                   pool_children=i == 0, rel_pos=cfg.rel_pos,
                                    update_hubs=cfg.mode == "sequential" or i < cfg.layers - 1)
                       for i in range(cfg.layers)]
         else:

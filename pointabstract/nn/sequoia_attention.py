@@ -75,11 +75,13 @@ class SequoiaAttention(nn.Module):
         update_hubs: parallel mode only: also update the internal nodes. Their new states
             reach no output of this layer, only a next layer's; the last layer of a stack
             sets False, which skips that work (and its children attention).
+        rel_pos: the proposals' relative-position terms (:class:`TreeProposal`; default);
+            False gives the paper's eq. 1-2 as printed, plain softmax attention in each proposal.
     """
 
     def __init__(self, dim: int, *, heads: int = 4, mode: str = "sequential", siblings_k: int = 16,
                  mlp_ratio: float = 2.0, branching: int = 4, leaf_size: int = 16,
-                 pool_children: bool = True, update_hubs: bool = True):
+                 pool_children: bool = True, update_hubs: bool = True, rel_pos: bool = True):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
@@ -91,10 +93,10 @@ class SequoiaAttention(nn.Module):
         self.branching, self.leaf_size, self.update_hubs = branching, leaf_size, update_hubs
         self.pool_score = nn.Linear(dim, 1) if pool_children else None
         self.norm = nn.LayerNorm(dim)
-        self.children_attn = TreeProposal(dim, heads=heads) if update_hubs else None
-        self.siblings_attn = TreeProposal(dim, heads=heads)
-        self.ancestors_attn = TreeProposal(dim, heads=heads)
-        self.final_attn = TreeProposal(dim, heads=heads) if mode == "sequential" else None
+        self.children_attn = TreeProposal(dim, heads=heads, rel_pos=rel_pos) if update_hubs else None
+        self.siblings_attn = TreeProposal(dim, heads=heads, rel_pos=rel_pos)
+        self.ancestors_attn = TreeProposal(dim, heads=heads, rel_pos=rel_pos)
+        self.final_attn = TreeProposal(dim, heads=heads, rel_pos=rel_pos) if mode == "sequential" else None
         self.mix = nn.Parameter(torch.zeros(3))  # children, siblings, ancestors
         self.mlp = FeedForward(dim, hidden=int(dim * mlp_ratio), act="gelu")  # u + FFN(LN2(u))
 

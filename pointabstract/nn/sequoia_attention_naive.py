@@ -36,9 +36,11 @@ def _naive_attend(attn, q, p, keys, key_pos):
     heads, width = attn.heads, q.shape[0] // attn.heads
     key, value = attn.kv(torch.stack(keys)).view(len(keys), 2, heads, width).unbind(1)  # (K, H, D)
     rel = torch.stack(key_pos) - p  # (K, 3)
-    logits = (attn.q(q).view(heads, width) * key).sum(-1) / math.sqrt(width) + attn.pos_bias(rel)
+    logits = (attn.q(q).view(heads, width) * key).sum(-1) / math.sqrt(width)
+    if attn.rel_pos:  # the relative-position terms (TreeProposal)
+        logits = logits + attn.pos_bias(rel)
+        value = value + attn.pos_value(rel).view(len(keys), heads, width)
     w = logits.softmax(0)  # (K, H)
-    value = value + attn.pos_value(rel).view(len(keys), heads, width)
     return attn.out((w.unsqueeze(-1) * value).sum(0).reshape(-1))
 
 

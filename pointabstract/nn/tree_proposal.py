@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import _validate as V
 from ..ops.gather import take_rows
 from .attention import _fused_ok, _NeighbourDot, _NeighbourSum  # the same fused CPU products
 from .mlp import MLP
@@ -43,20 +44,25 @@ class TreeProposal(nn.Module):
     ancestors) and runs each group as a small dense block, with batched matrix products
     instead of per-query gathers.
 
+    With ``rel_pos=False`` neither term exists: ``w_k = softmax_k(q . key_k / sqrt(D))``,
+    ``out = W_o sum_k w_k v_k``, the Sequoia paper's eq. 1-2 as printed.
+
     Args:
         dim: channels C (divisible by ``heads``).
         heads: attention heads H.
         pos_hidden: hidden width of the position-bias MLP.
+        rel_pos: the two relative-position terms (default); False drops them.
     """
 
-    def __init__(self, dim: int, *, heads: int, pos_hidden: int = 32):
+    def __init__(self, dim: int, *, heads: int, pos_hidden: int = 32, rel_pos: bool = True):
         super().__init__()
         self.heads = heads
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
-        self.pos_bias = MLP([3, pos_hidden, heads], act="relu")  # Linear, ReLU, Linear
-        self.pos_value = nn.Linear(3, dim, bias=False)
+        self.rel_pos = V.check_bool("rel_pos", rel_pos)
+        self.pos_bias = MLP([3, pos_hidden, heads], act="relu") if rel_pos else None  # Linear, ReLU, Linear
+        self.pos_value = nn.Linear(3, dim, bias=False) if rel_pos else None
 
     def forward(self, x, pos, src, src_pos, idx):
         """Attend, each query to its own keys.
@@ -76,7 +82,7 @@ class TreeProposal(nn.Module):
         safe = idx.clamp(min=0)  # padding reads row 0 and gets weight 0
         kv, hid = self._keys(src, src_pos)  # (B, T, 2C), (B, T, P)
         q, hid_q = self._queries(x, pos)  # (B, S, H, D), (B, S, P)
-        bias = self._bias(take_rows(hid, safe), hid_q.unsqueeze(2))  # (B, S, K, H)
+        bias = self._bias(take_rows(hid, safe), hid_q.unsqueeze(2)) if self.rel_pos else 0.0  # (B, S, K, H)
         fused = _fused_ok(q, kv)  # CPU: compiled neighbour products, no (B, S, K, C) tensor
         if fused:
             dots = _NeighbourDot.apply(q, kv, safe)  # (B, S, K, H)
@@ -116,7 +122,8 @@ class TreeProposal(nn.Module):
             mask = mask & (keys.unsqueeze(2) != members.unsqueeze(3))
         kv, hid = self._keys(src, src_pos)
         q, hid_q = self._queries(x, pos)
-        bias = self._bias(take_rows(hid, keys).unsqueeze(2), take_rows(hid_q, members).unsqueeze(3))
+        bias = self._bias(take_rows(hid, keys).unsqueeze(2), take_rows(hid_q, members).unsqueeze(3)) \
+            if self.rel_pos else 0.0
         q = take_rows(q.reshape(batch, size, channels), members).view(batch, groups, per, heads, width)
         key, value = take_rows(kv, keys).view(batch, groups, count, 2, heads, width).transpose(2, 4).unbind(3)
         dots = (q.transpose(2, 3) @ key.transpose(3, 4)).permute(0, 1, 3, 4, 2)  # (B, G, Q, K, H)
@@ -133,15 +140,17 @@ class TreeProposal(nn.Module):
 
     def _keys(self, src, src_pos):
         """(B, T, 2C) keys, then values with their position term ``W_r p``; (B, T, P) the
-        position MLP's first layer without bias."""
+        position MLP's first layer without bias (None without the position terms)."""
         kv = self.kv(src)
+        if not self.rel_pos:
+            return kv, None
         value = kv[..., kv.shape[-1] // 2:] + self.pos_value(src_pos)
         return torch.cat([kv[..., :kv.shape[-1] // 2], value], -1), F.linear(src_pos, self.pos_bias[0].weight)
 
     def _queries(self, x, pos):
         """(B, S, H, D) queries and (B, S, P) their first-layer position term."""
-        q = self.q(x)
-        return q.view(*q.shape[:2], self.heads, -1), F.linear(pos, self.pos_bias[0].weight)
+        q = self.q(x).view(*x.shape[:2], self.heads, -1)
+        return q, F.linear(pos, self.pos_bias[0].weight) if self.rel_pos else None
 
     def _bias(self, key, query):
         """First-layer terms ``W p_key`` and ``W p_query`` (..., P), broadcast against each other,
@@ -154,7 +163,8 @@ class TreeProposal(nn.Module):
         """(B, S, H, D) weighted values, (B, S, H) weight sums (1, or 0 without keys) ->
         (B, S, C): minus the query's position term, then the output map."""
         batch, size, heads, width = out.shape
-        out = out - total.unsqueeze(-1) * self.pos_value(pos).view(batch, size, heads, width)
+        if self.rel_pos:
+            out = out - total.unsqueeze(-1) * self.pos_value(pos).view(batch, size, heads, width)
         return self.out(out.reshape(batch, size, heads * width))
 
 

@@ -43,6 +43,11 @@ def test_official_settings_and_variants():
     soft_cfg = soft.config(**soft.defaults)
     assert soft_cfg.attention == "softmax" and (soft_cfg.dim, soft_cfg.layers) == (cfg.dim, cfg.layers)
     assert SPECS["sequoia_seg_parallel"].defaults["mode"] == "parallel"
+    # model.rel_pos=false: the paper's eq. 1-2 as printed (no position terms in any proposal)
+    plain = SequoiaSegmenter(SPECS["sequoia_seg"].config(rel_pos=False))
+    names = [n for n, _ in plain.named_parameters()]
+    assert names and not any("pos_bias" in n or "pos_value" in n for n in names)
+    assert any("pos_bias" in n for n, _ in model.named_parameters())
 
 
 def test_category_changes_the_logits_only_through_the_head():
@@ -112,7 +117,7 @@ def test_the_two_configs_share_the_backbone_fields_and_keep_their_names():
     from pointabstract.models.sequoia import SequoiaBackboneConfig, SequoiaClsConfig
 
     backbone = ["in_channels", "dim", "heads", "layers", "attention", "mode", "branching", "leaf_size",
-                "siblings_k", "mlp_ratio"]
+                "siblings_k", "mlp_ratio", "rel_pos"]
     pool = [f.name for f in fields(SequoiaBackboneConfig) if f.name.startswith("context_pool")]
     assert [f.name for f in fields(SequoiaBackboneConfig)] == pool + backbone
     assert {f.name for f in fields(SequoiaSegConfig)} == {*pool, *backbone, "num_parts", "num_categories",

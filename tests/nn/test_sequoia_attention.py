@@ -39,6 +39,29 @@ def test_matches_naive(mode, n, branching, leaf_size, fused, monkeypatch):
     torch.testing.assert_close(second(fast, pos, tree, nodes=info["nodes"]), ref2[0])
 
 
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_without_position_terms_matches_naive(mode, fused, monkeypatch):
+    # rel_pos=False: the paper's eq. 1-2 as printed, no position bias or value term anywhere
+    if not fused:
+        monkeypatch.setattr(tree_proposal, "_fused_ok", lambda q, kv: False)
+    layer = _layer(mode, siblings_k=3, rel_pos=False)
+    assert not any("pos_" in name for name, _ in layer.named_parameters())
+    pos = cloud(2, 23, dtype=torch.float64, seed=23)
+    x = cloud(2, 23, 8, dtype=torch.float64, seed=24)
+    tree = build_tree(pos, branching=2, leaf_size=4)
+    fast, info = layer(x, pos, tree, return_nodes=True)
+    with torch.no_grad():
+        ref = sequoia_attention_naive(layer, x, pos, tree)
+    for got, want in zip([fast, *info["nodes"][1:]], ref):
+        torch.testing.assert_close(got, want)
+    # positions then reach the output only through the tree: scaling the cloud (same tree)
+    # changes nothing, while with the position terms it does
+    torch.testing.assert_close(layer(x, pos * 3.0, tree), fast)
+    with_pos = _layer(mode, siblings_k=3)
+    assert not torch.allclose(with_pos(x, pos * 3.0, tree), with_pos(x, pos, tree))
+
+
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_gradients_reach_every_input_and_parameter(mode):
     layer = _layer(mode, siblings_k=3)
