@@ -90,7 +90,9 @@ COMPARISONS: dict[str, Comparison] = {
         extra=("purity", "fscore")),
     "sequoia_seg": Comparison(
         "Sequoia: tree attention segments parts better than softmax attention (82.7 vs 78.8 instance mIoU)",
-        {"sequoia": {"model": "sequoia_seg_demo"}, "softmax": {"model": "softmax_seg_demo"}},
+        {"sequoia": {"model": "sequoia_seg_demo"}, "softmax": {"model": "softmax_seg_demo"},
+         # the paper's eq. 1-2 as printed: no relative-position terms, like the softmax baseline
+         "sequoia_no_positions": {"model": "sequoia_seg_demo", "model.rel_pos": False}},
         method="sequoia", metric="instance_miou", mode="max", unit="epochs", budgets=(3, 10, 30),
         base={**_PARTS_BUDGET, "task": "part_segmentation", "data.dataset": "shapenet_part"},
         extra=("class_miou",)),
@@ -102,7 +104,8 @@ COMPARISONS: dict[str, Comparison] = {
         extra=("mean_class_accuracy",)),
     "contextpool": Comparison(
         "ContextPool: pooling each token's context before attention improves the host model",
-        {"context_pool": {"model.context_pool": True}, "none": {}},
+        {"context_pool": {"model.context_pool": True}, "none": {},
+         "context_pool_paper_sizes": {"model.context_pool": True, "model.context_pool_sizes": "softmax"}},
         method="context_pool", metric="overall_accuracy", mode="max", unit="epochs", budgets=(3, 10, 30),
         preset="demo", base={"data.root": HARD}, extra=("mean_class_accuracy",)),
 }
@@ -119,11 +122,35 @@ def _train_one(comp: Comparison, variant: str, budget: int, seed: int, out: Path
 
     cfg = load_config(comp.preset, _overrides(comp, variant, budget, seed, out, extra))
     if (out / "last.pt").is_file():
-        try:  # a finished run with these settings is reused, an interrupted one continues
+        finished = _finished_metrics(cfg, out)
+        if finished is not None:  # never retrained, nor replaced when it cannot be resumed
+            return finished
+        try:  # an interrupted run with these settings continues
             return train(cfg, resume=True)
         except ValueError:  # other settings (or a damaged file) in the benchmark's own folder
             pass
     return train(cfg, overwrite=True)
+
+
+def _finished_metrics(cfg, out: Path) -> dict | None:
+    """The final metrics (``metrics.json``) of a run in ``out`` that reached ``cfg``'s budget with
+    the same settings, or None. Read without resuming: a run written with older parameter names
+    cannot be resumed (its optimiser state does not match), but its result stands."""
+    from ..engine.trainer import _resume_from
+
+    if not (out / "metrics.json").is_file():
+        return None
+    try:
+        ckpt, _ = _resume_from(cfg, out, allow_config_change=False)
+    except (OSError, ValueError):  # another model or settings, a damaged file, not finished
+        return None
+    budget = cfg.optim.max_steps
+    done = ckpt["step"] >= budget if budget > 0 else ckpt["epoch"] >= cfg.optim.epochs
+    try:
+        metrics = json.loads((out / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return metrics if done and metrics.get("epoch") == ckpt["epoch"] else None  # not an older evaluation's
 
 
 def curve_rows(comp: Comparison, *, budgets, seeds, runs: Path, extra: dict | None = None,

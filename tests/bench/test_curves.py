@@ -64,6 +64,23 @@ def test_tiny_curves_train_through_the_engine_and_reuse_finished_runs(tiny_capsu
     monkeypatch.setattr(trainer, "_train_epoch", lambda *a, **k: pytest.fail("trained again"))
     again = curve_rows(tiny_capsules, budgets=[1, 3], seeds=2, runs=tmp_path / "runs", progress=lambda s: None)
     assert again == rows
+    # a finished run that cannot be resumed (written with older parameter names) is still reused,
+    # never replaced: only its metrics.json is read
+    import pointabstract.engine as engine
+
+    monkeypatch.setattr(engine, "train", lambda *a, **k: pytest.fail("resumed or replaced"))
+    before = (run / "last.pt").read_bytes()
+    assert curve_rows(tiny_capsules, budgets=[1, 3], seeds=2, runs=tmp_path / "runs", progress=lambda s: None) == rows
+    assert (run / "last.pt").read_bytes() == before
+    # a metrics.json from an earlier evaluation than the checkpoint's is not taken as the result
+    cfg = engine.load_config(None, curves._overrides(tiny_capsules, "centroid", 3, 1, run, {}))
+    assert curves._finished_metrics(cfg, run)["chamfer"] * 1e3 == pytest.approx(rows[-2]["chamfer"])
+    record = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({**record, "epoch": record["epoch"] - 1}))
+    assert curves._finished_metrics(cfg, run) is None
+    # nor is a run with other settings, or one short of the budget
+    assert curves._finished_metrics(engine.load_config(None, curves._overrides(tiny_capsules, "dynamic", 3, 1, run, {})),
+                                    run) is None
 
 
 def _args(tmp_path, **kw):
