@@ -4,8 +4,9 @@
 ``u_j <- u_j + eps * O( sum_{i in kNN(j)} sim(Q u_j, K x_i) V x_i )`` with ``eps = 1/T``, then a
 residual MLP. ``sim`` is either normalised over the centroids each input is connected to (the
 soft k-means gradient of the paper's eq. 4, ``normalize="centroids"``) or over each centroid's
-inputs (transformer softmax, ``normalize="inputs"``). With M = N, ``u^0 = x`` and T = 1 the
-update is exactly self-attention plus a skip connection.
+inputs (transformer softmax, ``normalize="inputs"``). With M = N, ``u^0 = x``, T = 1 and
+``normalize="inputs"`` the update is exactly self-attention plus a skip connection (the paper's
+special case); with ``normalize="centroids"`` it is softmax-over-queries attention instead.
 """
 
 from __future__ import annotations
