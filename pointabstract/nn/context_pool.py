@@ -191,12 +191,11 @@ class ContextPool(nn.Module):
         else:
             logit = torch.zeros_like(dist2)
         if self.locality == "gaussian":
-            if self.sizes == "softmax":  # the paper's: sizes sum to 1 over the cloud, sigma = r N s h
-                s = pred[..., -1].softmax(-1)  # (B, N)
-                sigma = self.r * idx.shape[1] * s * _spacing(dist2, idx)
-            else:
-                s = pred[..., -1].sigmoid()  # (B, N)
-                sigma = self.r * idx.shape[2] * s * _spacing(dist2, idx)
+            if self.sizes == "softmax":  # the paper's: sizes sum to 1 over the cloud, window n = N
+                s, n = pred[..., -1].softmax(-1), idx.shape[1]  # (B, N)
+            else:  # each size alone, window n = K
+                s, n = pred[..., -1].sigmoid(), idx.shape[2]
+            sigma = self.r * n * s * _spacing(dist2, idx)
             floor = _floor(pos)  # (B, 1): a vanishing size pools nothing, with finite gradients
             var = (sigma.square() + floor.square()).clamp_min(torch.finfo(x.dtype).tiny)  # (B, N)
             log_g = -dist2 / (2 * var).unsqueeze(-1)
