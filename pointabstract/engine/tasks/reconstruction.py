@@ -44,9 +44,11 @@ from ..metrics import (
     capsule_purity_naive,
     reconstruction_scores,
 )
+from ..metrics.retrieval import TEMPLATE_WARNING, depends_on_input
 from ..plots import plot_reconstructions
 from ..precise_bn import recalibrate_batchnorm
 from .base import check_dataset, check_settings_type, missing_dataset
+from .reconstruction_pool import RetrievalPool, retrieval_lines
 
 # the metric functions live in engine/metrics/; they are re-exported here, where the viewer,
 # the benchmarks and their users first imported them
@@ -64,6 +66,8 @@ class ReconstructionSettings:
     examples: int = 3  # best and worst shapes drawn in the report
     bn_batches: int = 20  # training batches recomputing BatchNorm statistics before each evaluation
     #                       in training (precise BN, see the module docstring); 0: running averages
+    retrieval_pool: int = 64  # fixed test shapes scored against each other's inputs (retrieval,
+    #                           specificity, diversity; engine/metrics/retrieval.py); 0: skip
 
 
 class ReconstructionTask:
@@ -90,11 +94,15 @@ class ReconstructionTask:
         V.check_choice("task.undersized", s.undersized, ("repeat", "error"))
         V.check_int("task.examples", s.examples, low=0)
         V.check_int("task.bn_batches", s.bn_batches, low=0)
+        V.check_int("task.retrieval_pool", s.retrieval_pool, low=0)
+        if s.retrieval_pool == 1:
+            raise ValueError("task.retrieval_pool must be 0 (off) or at least 2 shapes, got 1")
         self.data, self.seed, self.s = data, seed, s
         self.category_names: list[str] = []
         self.has_parts = False
         self._examples: list[dict] = []
         self._train_set = None  # the training split, once opened with train=True (precise BN)
+        self._pool = None  # the RetrievalPool of the test split, built at the first evaluation
 
     # --- data -----------------------------------------------------------------------------
 
@@ -185,14 +193,20 @@ class ReconstructionTask:
             if len(shapes) > 2 * self.s.examples:
                 shapes = shapes[:self.s.examples] + shapes[len(shapes) - self.s.examples:]
         scores.all_reduce()
-        model.train()
         n = min(self.s.examples, seen // 2)
         self._examples = [dict(e, kind="best") for e in shapes[:n]] + \
                          [dict(e, kind="worst") for e in shapes[::-1][:n]]
-        if purity is None:
-            return scores.summary()
-        purity.all_reduce()
-        return {**scores.summary(), **purity.summary()}
+        out = scores.summary()
+        if self.s.retrieval_pool:  # every process scores the same pool: no reduction needed
+            if self._pool is None:
+                self._pool = RetrievalPool(loader.dataset, self.s.retrieval_pool,
+                                           batch_size=self.data.eval_batch_size)
+            out.update(self._pool.score(model, device, autocast=autocast))
+        model.train()
+        if purity is not None:
+            purity.all_reduce()
+            out.update(purity.summary())
+        return out
 
     # --- records --------------------------------------------------------------------------
 
@@ -208,8 +222,15 @@ class ReconstructionTask:
     def summary(metrics: dict) -> str:
         text = (f"test Chamfer distance {metrics['chamfer'] * 1e3:.3f} x 1e-3 (squared L2), "
                 f"F-score@{metrics['fscore_threshold']:g} {metrics['fscore']:.3f}")
+        if "retrieval" in metrics:
+            text += (f" (sampling floor {metrics['sampling_floor'] * 1e3:.3f}), retrieval "
+                     f"{metrics['retrieval']:.3f} of {metrics['retrieval_pool']} (chance "
+                     f"{metrics['retrieval_chance']:.3f}), specificity {metrics['specificity']:.2f}, "
+                     f"diversity {metrics['diversity']:.2f}")
         if "purity" in metrics:
             text += f", capsule part purity {metrics['purity']:.3f}"
+        if "retrieval" in metrics and not depends_on_input(metrics):
+            text += f"; WARNING: {TEMPLATE_WARNING}"
         return text
 
     def curves(self) -> dict[str, list[str]]:
@@ -221,6 +242,7 @@ class ReconstructionTask:
                  "distances, mean per direction, directions summed; pytorch3d / 3D-PointCapsNet convention)",
                  f"- F-score at distance {metrics['fscore_threshold']:g} (unit-sphere radii): "
                  f"{metrics['fscore']:.3f}"]
+        lines += retrieval_lines(metrics)
         if "purity" in metrics:
             lines.append(f"- capsule part purity {metrics['purity']:.3f} (decoded points take the part of "
                          "their nearest input point)")
