@@ -106,6 +106,7 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+_NO_CAPSULES = "_No {what}: {model} is a plain autoencoder with no capsules to show._"
 AGREEMENT = "part_agreement_training_points"  # the neighbourhood metrics the viewer page shows again
 
 
@@ -121,6 +122,8 @@ def _viewer_section(run, out: Path, agreement: dict | None = None) -> tuple[str,
 
     if run.config.task not in SESSIONS:
         return "", {}
+    if not getattr(run.model, "has_capsules", True):  # the reconstruction viewer shows capsules
+        return _NO_CAPSULES.format(what="viewer page", model=run.config.model), {}
     page = write_html(SESSIONS[run.config.task](run), out / "viewer.html", agreement=agreement)
     size = page.stat().st_size / 1e6
     what = PAGE_HELP[run.config.task]
@@ -161,6 +164,8 @@ def _capsule_section(run, out: Path) -> tuple[str, dict]:
     ``capsules`` in its ``figures``: reconstruction)."""
     from .viz import capsule_section
 
+    if not getattr(run.model, "has_capsules", True):
+        return _NO_CAPSULES.format(what="capsule figure", model=run.config.model), {}
     return _render_section("capsule", capsule_section, run, out)
 
 

@@ -10,21 +10,24 @@ import dataclasses
 
 from torch import nn
 
-from . import capsule_autoencoder, centroid_transformer, sequoia
+from . import capsule_autoencoder, centroid_transformer, point_autoencoder, sequoia
 from .capsule_autoencoder import CapsuleAutoencoder, CapsuleAutoencoderConfig
 from .centroid_transformer import CentroidTransformer, CentroidTransformerConfig
 from .legacy_keys import upgrade_state_dict
+from .point_autoencoder import PointAutoencoder, PointAutoencoderConfig
 from .sequoia import SequoiaClassifier, SequoiaClsConfig, SequoiaSegConfig, SequoiaSegmenter
 from .spec import ModelSpec
 
 __all__ = ["MODELS", "CapsuleAutoencoder", "CapsuleAutoencoderConfig", "CentroidTransformer",
-           "CentroidTransformerConfig", "ModelSpec", "SequoiaClassifier", "SequoiaClsConfig",
+           "CentroidTransformerConfig", "ModelSpec", "PointAutoencoder", "PointAutoencoderConfig",
+           "SequoiaClassifier", "SequoiaClsConfig",
            "SequoiaSegConfig", "SequoiaSegmenter", "build_model", "model_config", "model_task",
            "upgrade_state_dict"]
 
 MODELS: dict[str, ModelSpec] = {
     **centroid_transformer.SPECS,
     **capsule_autoencoder.SPECS,
+    **point_autoencoder.SPECS,
     **sequoia.SPECS,
 }
 

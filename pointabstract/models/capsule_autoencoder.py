@@ -50,6 +50,13 @@ class CapsuleAutoencoderConfig:
     encoder_dims: tuple[int, ...] = (64, 128)  # shared per-point MLP before the primary capsules
     decoders: int = 0  # decoder MLPs: 0 = one per point slot (3D-PointCapsNet), 1 = one shared
     chunk: int = 2  # primary-capsule branches evaluated together (memory only)
+    decoder_width: int = 0  # hidden width w of the decoder MLP (w, w/2, w/4); 0: D'+2 (the paper)
+    latent_norm: str = "none"  # none | batch | layer: the latent capsules' normalisation before
+    #                            decoding (batch: every capsule channel over the batch; layer: each
+    #                            capsule over its D' channels; see docs/capsules.md)
+    primary_norm: bool = False  # BatchNorm of the pooled primary-capsule channels before the squash
+    centroid_update: str = "sum"  # centroid routing's eq. 4 update: sum (as printed) | mean (per
+    #                               latent capsule, divided by its total weight; docs/capsules.md)
 
 
 def fixed_grid(count: int, *, dtype=torch.float32, device=None) -> torch.Tensor:
@@ -73,14 +80,16 @@ class PatchDecoder(nn.Module):
         dim: D'. points_per_capsule: S. decoders: G (a divisor of S) or 0.
     """
 
-    def __init__(self, dim: int, points_per_capsule: int, *, decoders: int = 0):
+    def __init__(self, dim: int, points_per_capsule: int, *, decoders: int = 0, width: int = 0):
         super().__init__()
         groups = points_per_capsule if decoders == 0 else decoders
         if groups < 1 or points_per_capsule % groups:
             raise ValueError(f"decoders must be 0 or divide the points per capsule "
                              f"({points_per_capsule}), got {decoders}")
+        V.check_int("decoder_width", width, low=0)
         c = dim + 2
-        dims = [c, c, c // 2, c // 4, 3]
+        w = width or c
+        dims = [c, w, w // 2, w // 4, 3]
         self.groups, self.points_per_capsule = groups, points_per_capsule
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
@@ -152,6 +161,8 @@ class CapsuleAutoencoder(nn.Module):
     """Point-capsule autoencoder; see the module docstring. Build from a
     :class:`CapsuleAutoencoderConfig` (or by registry name)."""
 
+    has_capsules = True  # eval and the viewer draw what each capsule decodes
+
     def __init__(self, cfg: CapsuleAutoencoderConfig):
         super().__init__()
         V.check_choice("routing", cfg.routing, ROUTINGS)
@@ -159,16 +170,24 @@ class CapsuleAutoencoder(nn.Module):
                      "heads", "chunk"):  # named as in the config, before the layers name their own
             V.check_int(name, getattr(cfg, name), low=1)
         V.check_int("decoders", cfg.decoders, low=0)
+        V.check_int("decoder_width", cfg.decoder_width, low=0)
+        if 0 < cfg.decoder_width < 4:
+            raise ValueError(f"decoder_width must be 0 (D'+2) or at least 4, got {cfg.decoder_width}")
+        V.check_choice("latent_norm", cfg.latent_norm, ("none", "batch", "layer"))
         if cfg.num_points < cfg.latent_caps:
             raise ValueError(f"num_points ({cfg.num_points}) must be at least latent_caps "
                              f"({cfg.latent_caps})")
         self.cfg = cfg
         self.primary = PrimaryPointCapsules(cfg.primary_caps, cfg.primary_dim, hidden=cfg.encoder_dims,
-                                            chunk=cfg.chunk)
+                                            chunk=cfg.chunk, pooled_norm=cfg.primary_norm)
         self.routing = build_routing(cfg.routing, cfg.primary_caps, cfg.primary_dim, cfg.latent_caps,
-                                     cfg.latent_dim, iters=cfg.iters, heads=cfg.heads)
+                                     cfg.latent_dim, iters=cfg.iters, heads=cfg.heads,
+                                     update=cfg.centroid_update)
         per_capsule = cfg.num_points // cfg.latent_caps
-        self.decoder = PatchDecoder(cfg.latent_dim, per_capsule, decoders=cfg.decoders)
+        self.latent_norm = {"none": None, "batch": nn.BatchNorm1d(cfg.latent_caps * cfg.latent_dim),
+                            "layer": nn.LayerNorm(cfg.latent_dim)}[cfg.latent_norm]
+        self.decoder = PatchDecoder(cfg.latent_dim, per_capsule, decoders=cfg.decoders,
+                                    width=cfg.decoder_width)
         self.register_buffer("capsule_index", torch.arange(cfg.latent_caps).repeat_interleave(per_capsule),
                              persistent=False)
 
@@ -178,6 +197,12 @@ class CapsuleAutoencoder(nn.Module):
         primary = self.primary(pos)
         v, assignments = self.routing(primary)
         return v, assignments, primary
+
+    def decoder_input(self, v: torch.Tensor) -> torch.Tensor:
+        """Latent capsules (B, L, D') -> what the decoder reads (``latent_norm`` applied)."""
+        if isinstance(self.latent_norm, nn.BatchNorm1d):
+            return self.latent_norm(v.flatten(1)).view(v.shape)
+        return v if self.latent_norm is None else self.latent_norm(v)
 
     def forward(self, pos: torch.Tensor, *, return_features: bool = False,
                 noise_seed: torch.Tensor | None = None) -> dict:
@@ -191,7 +216,8 @@ class CapsuleAutoencoder(nn.Module):
         v, assignments, primary = self.encode(pos)
         if noise_seed is not None:
             V.check_ids("noise_seed", noise_seed, (pos.shape[0],), "(B,)")
-        out = {"points": self.decoder(v, noise_seed=noise_seed), "capsules": v,
+        code = self.decoder_input(v)
+        out = {"points": self.decoder(code, noise_seed=noise_seed), "capsules": v,
                "capsule_index": self.capsule_index, "assignments": assignments}
         if return_features:
             out["primary"] = primary

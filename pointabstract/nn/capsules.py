@@ -67,13 +67,17 @@ class PrimaryPointCapsules(nn.Module):
             (B, N, chunk P) floats; the result does not depend on it).
         bn_eps, momentum: of the branch BatchNorms (as ``nn.BatchNorm1d``; ``momentum=None``
             gives the cumulative average since :meth:`reset_running_stats`, used by precise BN).
+        pooled_norm: also normalise every pooled channel (D x P of them) over the batch with a
+            BatchNorm *after* the max-pool, before the squash (not in 3D-PointCapsNet; see
+            docs/capsules.md: the maximum of a normalised channel over N points is nearly the same
+            for every shape, so without it the primary capsules barely depend on the input).
 
     Parameters of branch d: ``weight[d]`` (P, C), ``bias[d]`` (P,), BatchNorm ``bn_weight[d]``,
     ``bn_bias[d]``, buffers ``running_mean[d]``, ``running_var[d]`` (P,).
     """
 
     def __init__(self, num_caps: int, caps_dim: int, *, hidden=(64, 128), chunk: int = 2,
-                 bn_eps: float = 1e-5, momentum: float = 0.1):
+                 bn_eps: float = 1e-5, momentum: float = 0.1, pooled_norm: bool = False):
         super().__init__()
         for name, value in [("num_caps", num_caps), ("caps_dim", caps_dim), ("chunk", chunk)]:
             V.check_int(name, value, low=1)
@@ -92,6 +96,8 @@ class PrimaryPointCapsules(nn.Module):
         self.register_buffer("running_mean", torch.zeros(caps_dim, num_caps))
         self.register_buffer("running_var", torch.ones(caps_dim, num_caps))
         self._batches = 0  # batches averaged since reset_running_stats (for momentum=None)
+        self.pooled_norm = nn.BatchNorm1d(caps_dim * num_caps) if V.check_bool("pooled_norm", pooled_norm) \
+            else None
 
     def reset_running_stats(self) -> None:
         """Running mean 0, variance 1, and restart the cumulative average (as ``nn.BatchNorm1d``)."""
@@ -108,6 +114,8 @@ class PrimaryPointCapsules(nn.Module):
         z = (rows * self.weight).sum(-1) + self.bias  # (B, D, P) pre-norm activation there
         mean, var = self._stats(h)
         out = (z - mean) * torch.rsqrt(var + self.bn_eps) * self.bn_weight + self.bn_bias
+        if self.pooled_norm is not None:
+            out = self.pooled_norm(out.flatten(1)).view(out.shape)  # (B, D, P), over the batch
         return squash(out.permute(0, 2, 1))  # (B, P, D)
 
     @torch.no_grad()
@@ -159,4 +167,7 @@ def primary_capsules_naive(module: PrimaryPointCapsules, pos: torch.Tensor) -> t
         z = F.batch_norm(z, module.running_mean[d], module.running_var[d], module.bn_weight[d],
                          module.bn_bias[d], module.training, module.momentum, module.bn_eps)
         branches.append(z.max(-1).values)  # (B, P)
-    return squash(torch.stack(branches, -1))  # (B, P, D)
+    pooled = torch.stack(branches, 1)  # (B, D, P)
+    if module.pooled_norm is not None:
+        pooled = module.pooled_norm(pooled.flatten(1)).view(pooled.shape)
+    return squash(pooled.transpose(1, 2))  # (B, P, D)

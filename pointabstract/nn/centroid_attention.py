@@ -19,9 +19,10 @@ from ..ops import farthest_point_sample, gather_points, kmeans_sample, knn, rand
 from .attention import NORMALIZE, attend
 from .mlp import FeedForward, make_norm
 
-__all__ = ["INITS", "CentroidAttention", "farthest_from_centroid"]
+__all__ = ["INITS", "UPDATES", "CentroidAttention", "farthest_from_centroid"]
 
 INITS = ("fps", "random", "kmeans", "mean_pool", "linear", "soft_average")
+UPDATES = ("sum", "mean")
 _LEARNED_INITS = ("linear", "soft_average")
 
 
@@ -56,12 +57,19 @@ class CentroidAttention(nn.Module):
         num_inputs: N, required by ``init="linear"`` and ``"soft_average"``.
         kmeans_iters: Lloyd rounds of ``init="kmeans"``.
         norm: normalisation of the attention inputs and of the MLP (``"layer"`` or ``"batch"``).
+        update: ``"sum"`` (eq. 4 as printed: the weighted *sum* of the values, so with weights
+            normalised over the centroids a centroid receives about N / M values) or ``"mean"``
+            (that sum divided by the centroid's total weight, per head: the weighted mean of the
+            values, the soft k-means M-step; a choice of value function sec. 2.2 allows, see
+            docs/capsules.md). The two are equal up to that per-centroid factor; a total weight
+            below 1e-6 counts as 1e-6 (a centroid hardly any input attends to barely moves).
     """
 
     def __init__(self, dim_in: int, dim_out: int, *, heads: int = 4, num_centroids: int | None = None,
                  ratio: float | None = None, init: str = "fps", iters: int = 1, k: int | None = 40,
                  knn_space: str = "feature", normalize: str = "centroids",
-                 num_inputs: int | None = None, kmeans_iters: int = 3, norm: str = "layer"):
+                 num_inputs: int | None = None, kmeans_iters: int = 3, norm: str = "layer",
+                 update: str = "sum"):
         super().__init__()
         if (num_centroids is None) == (ratio is None):
             raise ValueError("give exactly one of num_centroids and ratio, "
@@ -71,6 +79,7 @@ class CentroidAttention(nn.Module):
         V.check_choice("init", init, INITS)
         V.check_choice("knn_space", knn_space, ("feature", "xyz"))
         V.check_choice("normalize", normalize, NORMALIZE)
+        V.check_choice("update", update, UPDATES)
         if dim_out % heads:
             raise ValueError(f"dim_out must be divisible by heads, got {dim_out} and {heads}")
         V.check_int("iters", iters, low=0)
@@ -78,7 +87,7 @@ class CentroidAttention(nn.Module):
             raise ValueError(f"init={init!r} needs num_inputs (the fixed number of inputs N)")
         self.num_centroids, self.ratio, self.init = num_centroids, ratio, init
         self.iters, self.k, self.knn_space, self.normalize = iters, k, knn_space, normalize
-        self.heads, self.kmeans_iters = heads, kmeans_iters
+        self.heads, self.kmeans_iters, self.update = heads, kmeans_iters, update
         self.proj_in = nn.Linear(dim_in, dim_out) if dim_in != dim_out else nn.Identity()
         if iters:  # T = 0 has no attention step, hence no attention weights
             self.norm_u, self.norm_x = make_norm(norm, dim_out), make_norm(norm, dim_out)
@@ -171,7 +180,10 @@ class CentroidAttention(nn.Module):
         for _ in range(self.iters):
             idx = self.neighbours(u, x, pos_u, pos)
             q = self.q(self.norm_u(u)).view(batch, u.shape[1], self.heads, -1)
-            upd, weights = attend(q, kv, idx, normalize=self.normalize, need_weights=return_details)
+            mean = self.update == "mean"
+            upd, weights = attend(q, kv, idx, normalize=self.normalize, need_weights=return_details or mean)
+            if mean:  # (B, M, H, D) / (B, M, H, 1): each centroid's weighted mean of the values
+                upd = upd / weights.sum(2).clamp(min=1e-6).unsqueeze(-1)
             u = u + self.out(upd.reshape(batch, u.shape[1], -1)) / self.iters
         u = self.mlp(u)
         if return_details:

@@ -220,13 +220,15 @@ class CentroidRouting(nn.Module):
         init: ``"linear"`` (default, the paper) or ``"soft_average"`` (an initialisation kept
             to measure its collapse: every latent capsule starts as the same mean of the primary ones and, the
             update of eq. 4 being equal for equal centroids, stays so).
+        update: ``"sum"`` (eq. 4 as printed) or ``"mean"`` (each latent capsule's update divided
+            by its total weight): see :class:`~pointabstract.nn.CentroidAttention`.
 
     ``forward(u (B, P, D)) -> (v (B, L, D'), assignments (B, P, L))``: the attention weights of
     the last step, averaged over the heads.
     """
 
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *, iters: int = 3,
-                 heads: int = 4, norm: str = "layer", init: str = "linear"):
+                 heads: int = 4, norm: str = "layer", init: str = "linear", update: str = "sum"):
         super().__init__()
         for name, value in (("in_caps", in_caps), ("in_dim", in_dim), ("out_caps", out_caps),
                             ("out_dim", out_dim), ("iters", iters)):
@@ -236,7 +238,7 @@ class CentroidRouting(nn.Module):
             in_caps, in_dim, out_caps, out_dim, iters)
         self.attention = CentroidAttention(in_dim, out_dim, heads=heads, num_centroids=out_caps,
                                            init=init, iters=iters, k=None, normalize="centroids",
-                                           num_inputs=in_caps, norm=norm)
+                                           num_inputs=in_caps, norm=norm, update=update)
 
     def forward(self, u: torch.Tensor):
         V.check_shape("u", u, (None, self.in_caps, self.in_dim), "(B, P, D)")
@@ -268,7 +270,10 @@ def centroid_routing_naive(module: CentroidRouting, u: torch.Tensor):
                                                    for i in range(module.in_caps)])
                                       for j in range(module.out_caps)])  # (L, P)
                 w = torch.stack([torch.softmax(logits[:, i], 0) for i in range(module.in_caps)], 1)
+                mass = [sum(w[j, i] for i in range(module.in_caps)) if att.update == "mean" else 1.0
+                        for j in range(module.out_caps)]
                 upd.append(torch.stack([sum(w[j, i] * values[i] for i in range(module.in_caps))
+                                        / (mass[j].clamp(min=1e-6) if att.update == "mean" else 1.0)
                                         for j in range(module.out_caps)]))
                 mean_w = mean_w + w.T / heads
             cur = cur + att.out(torch.cat(upd, -1)) / module.iters
@@ -278,13 +283,13 @@ def centroid_routing_naive(module: CentroidRouting, u: torch.Tensor):
 
 
 def build_routing(name: str, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *,
-                  iters: int = 3, heads: int = 4) -> nn.Module:
-    """One of :data:`ROUTINGS` by name (``heads`` only affects ``"centroid"``)."""
+                  iters: int = 3, heads: int = 4, update: str = "sum") -> nn.Module:
+    """One of :data:`ROUTINGS` by name (``heads`` and ``update`` only affect ``"centroid"``)."""
     if name == "dynamic":
         return DynamicRouting(in_caps, in_dim, out_caps, out_dim, iters=iters)
     if name == "em":
         return EMRouting(in_caps, in_dim, out_caps, out_dim, iters=iters)
     if name == "centroid":
-        return CentroidRouting(in_caps, in_dim, out_caps, out_dim, iters=iters, heads=heads)
+        return CentroidRouting(in_caps, in_dim, out_caps, out_dim, iters=iters, heads=heads, update=update)
     V.check_choice("routing", name, ROUTINGS)
     raise AssertionError(f"routing {name!r} is listed but not built")

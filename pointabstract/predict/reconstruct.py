@@ -28,8 +28,11 @@ def reconstruct(trained, prepared: list[Prepared], *, batch_size: int) -> list[R
         result = trained.model(pos)
         points = result["points"].float()
         chamfer, fscore = reconstruction_scores(points, pos, threshold=threshold)
-        capsule = result["capsule_index"].cpu().numpy().astype("int64")
-        caps = int(result["capsules"].shape[1])
+        if "capsule_index" in result:
+            capsule = result["capsule_index"].cpu().numpy().astype("int64")
+            caps = int(result["capsules"].shape[1])
+        else:  # a plain autoencoder (no capsules): every point from the one code
+            capsule, caps = torch.zeros(points.shape[1], dtype=torch.int64).numpy(), 1
         for p, q, cd, fs in zip(chunk, points.cpu().numpy(), chamfer.tolist(), fscore.tolist()):
             out.append(Reconstruction(p.cloud.name, p.to_input_frame(q), capsule, caps, p.seen, cd,
                                       cd * p.radius ** 2, fs, threshold, tuple(p.notes)))

@@ -101,8 +101,10 @@ class _Constant(torch.nn.Module):
 
 
 class _Identity(torch.nn.Module):
+    """A perfect autoencoder without capsules."""
+
     def forward(self, pos, **_):
-        return {"points": pos.clone(), "capsule_index": torch.zeros(pos.shape[1], dtype=torch.int64)}
+        return {"points": pos.clone()}
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +133,7 @@ def test_the_task_flags_a_template_and_passes_a_faithful_model(synth, tmp_path):
     metrics, summary, report = _evaluate(synth, _Identity(), tmp_path)
     assert metrics["retrieval"] == 1.0 and metrics["chamfer"] == 0.0
     assert "WARNING" not in summary and "barely depend" not in report and "retrieval 1.000" in report
+    assert "capsule_spread" not in metrics  # no capsules: no capsule spread
 
 
 def test_the_pool_is_the_same_shapes_every_run(synth):
@@ -150,3 +153,23 @@ def test_pool_setting_is_checked():
         ReconstructionTask(data, settings=ReconstructionSettings(retrieval_pool=1))
     with pytest.raises(ValueError, match="task.retrieval_pool"):
         ReconstructionTask(data, settings=ReconstructionSettings(retrieval_pool=-2))
+
+
+def test_capsule_spread_hand_computed_and_reference():
+    from pointabstract.engine.metrics.capsule_spread import (
+        capsule_spread,
+        capsule_spread_naive,
+        kmeans_spread,
+    )
+
+    # two capsules of two points each: (+-1, 0, 0) around x = -5 and x = 5; radius of gyration
+    # sqrt(mean(16, 36, 16, 36)) = sqrt(26); each capsule's RMS spread 1
+    pts = torch.tensor([[[-6.0, 0, 0], [-4.0, 0, 0], [4.0, 0, 0], [6.0, 0, 0]]])
+    idx = torch.tensor([0, 0, 1, 1])
+    assert capsule_spread(pts, idx) == pytest.approx(1 / 26 ** 0.5)
+    # interleaved capsules {-6, 4} and {-4, 6} scatter over the whole shape: RMS 5 each, spread 0.98
+    assert capsule_spread(pts, torch.tensor([0, 1, 0, 1])) == pytest.approx(5 / 26 ** 0.5)
+    x = _shapes(3, 50, seed=4)
+    rnd = torch.randint(0, 5, (50,), generator=torch.Generator().manual_seed(1))
+    assert capsule_spread(x, rnd) == pytest.approx(capsule_spread_naive(x, rnd), rel=1e-9)
+    assert kmeans_spread(x, 5) < capsule_spread(x, rnd)  # a compact partition beats a random one

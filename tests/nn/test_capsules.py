@@ -39,9 +39,9 @@ def test_squash_rejects_bad_input():
         squash(torch.ones(3), eps=0.0)
 
 
-def _pair(p=12, d=5, chunk=2, flip=True):
+def _pair(p=12, d=5, chunk=2, flip=True, pooled_norm=False):
     torch.manual_seed(0)
-    lean = PrimaryPointCapsules(p, d, hidden=(8, 16), chunk=chunk).double()
+    lean = PrimaryPointCapsules(p, d, hidden=(8, 16), chunk=chunk, pooled_norm=pooled_norm).double()
     with torch.no_grad():  # negative BatchNorm scales take the max-pool at the minimum of z
         if flip:
             lean.bn_weight.uniform_(-1.5, 1.5)
@@ -49,10 +49,10 @@ def _pair(p=12, d=5, chunk=2, flip=True):
     return lean, copy.deepcopy(lean)
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 5, 9])
+@pytest.mark.parametrize("chunk, pooled_norm", [(1, False), (2, False), (5, False), (9, False), (2, True)])
 @pytest.mark.parametrize("train", [True, False])
-def test_primary_capsules_match_naive(chunk, train):
-    lean, naive = _pair(chunk=chunk)
+def test_primary_capsules_match_naive(chunk, train, pooled_norm):
+    lean, naive = _pair(chunk=chunk, pooled_norm=pooled_norm)
     lean.train(train)
     naive.train(train)
     pos = torch.randn(3, 40, 3, dtype=torch.float64)
@@ -61,6 +61,8 @@ def test_primary_capsules_match_naive(chunk, train):
     torch.testing.assert_close(u, want, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(lean.running_mean, naive.running_mean)
     torch.testing.assert_close(lean.running_var, naive.running_var)
+    if pooled_norm:  # the pooled channels vary over the batch: normalised to mean 0 before the squash
+        torch.testing.assert_close(lean.pooled_norm.running_mean, naive.pooled_norm.running_mean)
     (u * torch.linspace(-1, 1, 5, dtype=torch.float64)).sum().backward()
     (want * torch.linspace(-1, 1, 5, dtype=torch.float64)).sum().backward()
     for (name, a), b in zip(lean.named_parameters(), naive.parameters()):

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from pointabstract.nn.attention import attend
 from pointabstract.nn.capsules import squash
 from pointabstract.nn.routing import (
     ROUTINGS,
@@ -56,6 +57,36 @@ def test_routing_matches_naive_values_and_gradients(name, iters):
     for x, g, w in zip(inputs, grads, want):
         zero = torch.zeros_like(x)
         torch.testing.assert_close(zero if g is None else g, zero if w is None else w, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("iters", [1, 3])
+def test_centroid_mean_update_matches_naive_and_is_the_sum_over_the_mass(iters):
+    module = _build("centroid", iters)
+    mean = CentroidRouting(P, D, L, DO, iters=iters, heads=2, update="mean").double()
+    mean.load_state_dict(module.state_dict())
+    u = _capsules().requires_grad_()
+    v, assign = mean(u)
+    want_v, want_assign = centroid_routing_naive(mean, u)
+    torch.testing.assert_close(v, want_v, rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(assign, want_assign, rtol=1e-9, atol=1e-11)
+    g, w = torch.autograd.grad(v.sum(), u)[0], torch.autograd.grad(want_v.sum(), u)[0]
+    torch.testing.assert_close(g, w, rtol=1e-8, atol=1e-10)
+    # one step: the mean update is the sum update divided by each latent capsule's total weight
+    if iters == 1:
+        att = module.attention
+        x = att.proj_in(u)
+        u0 = torch.einsum("mn,bnc->bmc", att.initial_weights(), x)
+        q = att.q(att.norm_u(u0)).view(2, L, 2, -1)
+        upd, weights = attend(q, att.kv(att.norm_x(x)), normalize="centroids")
+        mass = weights.sum(2).clamp(min=1e-6).unsqueeze(-1)  # (B, L, H, 1); floored (docstring)
+        want = att.mlp(u0 + att.out((upd / mass).reshape(2, L, -1)))
+        torch.testing.assert_close(v, want, rtol=1e-9, atol=1e-11)
+        assert not torch.allclose(module(u)[0], v)  # the sum update differs
+
+
+def test_centroid_update_is_checked():
+    with pytest.raises(ValueError, match=r"update must be one of \['sum', 'mean'\], got 'avg'"):
+        CentroidRouting(P, D, L, DO, update="avg")
 
 
 @pytest.mark.parametrize("name", ROUTINGS)

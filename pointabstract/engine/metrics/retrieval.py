@@ -7,9 +7,9 @@ of a fixed pool of Q test shapes (the Chamfer distance convention of
 
 - **retrieval accuracy**: the share of reconstructions whose nearest input is their own (ties
   count against it); a template scores chance, ``1 / Q``; a perfect autoencoder 1.
-- **specificity**: the median (the mean of the middle two for an even count) over shapes of (median Chamfer distance to the *other* inputs) /
+- **specificity**: the median over shapes of (median Chamfer distance to the *other* inputs) /
   (Chamfer distance to the own input); a template scores about 1, a good reconstruction many
-  times that.
+  times that (medians of an even count: the mean of the middle two).
 - **output diversity**: the mean Chamfer distance between two reconstructions divided by the
   mean distance between the two inputs, over the same pairs (each shape with the next
   ``shifts`` shapes of the pool, cyclically); a template scores 0, a faithful model about 1.

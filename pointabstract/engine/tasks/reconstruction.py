@@ -182,10 +182,11 @@ class ReconstructionTask:
             points = out["points"].float()
             cd, fs = reconstruction_scores(points, pos.float(), threshold=self.s.fscore_threshold)
             scores.update(cd, fs, batch["category"] if "category" in batch else batch["label"])
-            if purity is not None:
-                part, caps = batch["part"].to(device), out["capsule_index"]
-                purity.update(*capsule_purity(points, pos.float(), part, caps, num_parts=NUM_PARTS))
-            index = out["capsule_index"].cpu()
+            caps = out.get("capsule_index")  # None: a model without capsules (no purity)
+            if purity is not None and caps is not None:
+                purity.update(*capsule_purity(points, pos.float(), batch["part"].to(device), caps,
+                                              num_parts=NUM_PARTS))
+            index = torch.zeros(points.shape[1], dtype=torch.int64) if caps is None else caps.cpu()
             shapes += [{"cd": float(c), "input": p.cpu().numpy(), "output": q.cpu().numpy(), "index": index}
                        for c, p, q in zip(cd, pos, points)]
             seen += len(cd)
@@ -203,7 +204,7 @@ class ReconstructionTask:
                                            batch_size=self.data.eval_batch_size)
             out.update(self._pool.score(model, device, autocast=autocast))
         model.train()
-        if purity is not None:
+        if purity is not None and purity.table is not None:  # a capsule model on part-labelled data
             purity.all_reduce()
             out.update(purity.summary())
         return out

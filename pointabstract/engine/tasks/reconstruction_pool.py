@@ -15,6 +15,7 @@ import copy
 import numpy as np
 import torch
 
+from ..metrics.capsule_spread import capsule_spread, kmeans_spread
 from ..metrics.retrieval import TEMPLATE_WARNING, depends_on_input, retrieval_scores, sampling_floor
 
 __all__ = ["POOL_SEED", "RetrievalPool", "retrieval_lines"]
@@ -60,25 +61,35 @@ class RetrievalPool:
         first, second = (collate([_resampled(dataset, e)[int(i)] for i in self.indices])["pos"]
                          for e in _FLOOR_EPOCHS)
         self.floor = sampling_floor(first, second)
+        self._kmeans: dict[int, float] = {}  # capsules L -> spread of a k-means partition into L parts
 
     @torch.no_grad()
     def score(self, model, device, *, autocast) -> dict:
         """Reconstruct the pool with ``model`` (left in the mode it was in) and score it:
         ``retrieval``, ``retrieval_chance``, ``specificity``, ``diversity``, ``retrieval_pool``,
-        ``sampling_floor`` (floats; :func:`~pointabstract.engine.metrics.retrieval.depends_on_input`
-        reads them)."""
+        ``sampling_floor`` and, for a capsule model (outputs with ``capsule_index``),
+        ``capsule_spread`` and ``kmeans_spread``: floats (``depends_on_input`` reads the first ones)."""
         was_training = model.training
         model.eval()
-        outputs = []
+        outputs, index = [], None
         for s in range(0, len(self.inputs), self.batch_size):
             with autocast():
                 out = model(self.inputs[s:s + self.batch_size].to(device))
             outputs.append(out["points"].float().cpu())
+            index = out.get("capsule_index")
         model.train(was_training)
-        scores = retrieval_scores(torch.cat(outputs), self.inputs)
-        return {"retrieval": scores["retrieval"], "retrieval_chance": scores["retrieval_chance"],
-                "specificity": scores["specificity"], "diversity": scores["diversity"],
-                "retrieval_pool": scores["pool"], "sampling_floor": self.floor}
+        points = torch.cat(outputs)
+        scores = retrieval_scores(points, self.inputs)
+        result = {"retrieval": scores["retrieval"], "retrieval_chance": scores["retrieval_chance"],
+                  "specificity": scores["specificity"], "diversity": scores["diversity"],
+                  "retrieval_pool": scores["pool"], "sampling_floor": self.floor}
+        if index is not None:  # a capsule model: how compact the region each capsule decodes is
+            index = index.cpu()
+            caps = int(index.max()) + 1
+            if caps not in self._kmeans:
+                self._kmeans[caps] = kmeans_spread(self.inputs, caps)
+            result.update(capsule_spread=capsule_spread(points, index), kmeans_spread=self._kmeans[caps])
+        return result
 
 
 def retrieval_lines(metrics: dict) -> list[str]:
@@ -95,6 +106,11 @@ def retrieval_lines(metrics: dict) -> list[str]:
              "the own input (a template scores about 1)",
              f"- output diversity {metrics['diversity']:.2f}: mean distance between two reconstructions / "
              "between their inputs (a template scores 0, a faithful model about 1)"]
+    if "capsule_spread" in metrics:
+        lines.append(f"- capsule spread {metrics['capsule_spread']:.2f}: RMS distance of a capsule's decoded "
+                     "points from their mean / the shape's radius of gyration (1: every capsule scattered "
+                     f"over the whole shape; a k-means partition of the inputs into as many regions: "
+                     f"{metrics['kmeans_spread']:.2f})")
     if not depends_on_input(metrics):
         lines.append(f"- **Warning: {TEMPLATE_WARNING}.**")
     return lines
