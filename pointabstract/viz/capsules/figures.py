@@ -179,6 +179,7 @@ def _caption(samples: list[CapsuleSample], sessions: list[CapsuleSession], capsu
     else:
         lines.append("No part labels in this dataset (data.dataset=shapenet_part has them): capsules not "
                      "grouped by part.")
+    lines += [f"{s.routing}: {s.scores_line()}." for s in sessions if s.scores_line()]
     most = max(s.num_capsules for s in samples)
     if capsules is None and most > max_capsules:
         lines.append(f"Capsule panels: the first {max_capsules} of up to {most} capsules per shape, grouped "

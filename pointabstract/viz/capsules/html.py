@@ -83,7 +83,7 @@ def capsule_page(session: CapsuleSession, out: str | Path, *, indices: Sequence[
     """Write the capsule page of ``session`` to ``out`` (see :func:`capsule_data`); returns the path."""
     data = capsule_data(session, indices, capsule=capsule, coloring=coloring, layout=layout)
     title = (f"{session.config.model} ({session.checkpoint.name}, {session.routing}): input vs "
-             "reconstruction by latent capsule")
+             f"reconstruction by latent capsule. {session.scores_line()}").strip()
     return write_page(out, title=title, data=data, script=SCRIPT, help_html=HELP)
 
 

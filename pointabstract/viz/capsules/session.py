@@ -13,6 +13,7 @@ of its points carrying it.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +121,7 @@ class CapsuleSession:
     split: str = "test"
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     fscore_threshold: float = 0.05  # only to call the task's scoring function
+    _scores: dict | None = field(default=None, init=False, repr=False)  # pool_scores, once computed
 
     @classmethod
     def from_restored(cls, run) -> CapsuleSession:
@@ -135,6 +137,31 @@ class CapsuleSession:
         """What routes the primary capsules to the latent ones, in words (``"dynamic routing"``)."""
         routing = getattr(getattr(self.model, "cfg", None), "routing", None)
         return ROUTING_NAMES.get(routing, str(routing or self.config.model))
+
+    def pool_scores(self) -> dict:
+        """Does the model reconstruct its input or a template? The reconstruction task's pool scores
+        (retrieval, specificity, diversity, capsule spread, sampling floor) over the same fixed
+        64 shapes of this split that ``eval`` scores; computed once (a few seconds on a CPU).
+        Empty for a split of fewer than 2 shapes (one file shown with ``view --input``)."""
+        if self._scores is None and len(self.dataset) < 2:
+            self._scores = {}
+        if self._scores is None:
+            from ...engine.tasks.reconstruction_pool import RetrievalPool
+
+            pool = RetrievalPool(self.dataset, 64, batch_size=32)
+            self._scores = pool.score(self.model, self.device, autocast=contextlib.nullcontext)
+        return self._scores
+
+    def scores_line(self) -> str:
+        """:meth:`pool_scores` in one line, for captions ("" when there are none)."""
+        s = self.pool_scores()
+        if not s:
+            return ""
+        spread = (f", capsule spread {s['capsule_spread']:.2f} (k-means {s['kmeans_spread']:.2f})"
+                  if "capsule_spread" in s else "")
+        return (f"{s['retrieval_pool']} {self.split} shapes: retrieval {s['retrieval']:.2f} (chance "
+                f"{s['retrieval_chance']:.2f}), output diversity {s['diversity']:.2f}{spread}; Chamfer floor "
+                f"{s['sampling_floor'] * 1e3:.2f} x 1e-3")
 
     def item(self, index: int) -> dict:
         """The dataset's sample ``index`` (a dict of numpy arrays), index checked."""

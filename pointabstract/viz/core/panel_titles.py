@@ -65,5 +65,6 @@ def capsule_titles(state) -> list[str]:
         out = f"colour: each capsule's majority part{purity}"
     cd = f"CD {s.chamfer * 1e3:.2f} x 1e-3"
     titles = {"input": f"input ({s.pos.shape[0]} points)\n{inp}",
-              "reconstruction": f"reconstruction ({s.points.shape[0]} points, {cd})\n{out}"}
+              "reconstruction": "\n".join(filter(None, [f"reconstruction ({s.points.shape[0]} points, {cd})",
+                                                         out, state.session.scores_line()]))}
     return [titles[layout] for layout in state.panel_layouts()]
