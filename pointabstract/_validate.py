@@ -65,8 +65,8 @@ def finite_extent(name: str, x: torch.Tensor) -> float:
 
 
 def check_same_batch(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor,
-                     *, same_channels: bool = True) -> None:
-    """Check that two clouds share device, batch size, dtype and (optionally) channels."""
+                     *, same_channels: bool = True, same_dtype: bool = True) -> None:
+    """Check that two clouds share device, batch size and (optionally) channels and dtype."""
     if a.device != b.device:
         raise ValueError(f"{name_a} and {name_b} must be on the same device, "
                          f"got {a.device} and {b.device}")
@@ -76,7 +76,7 @@ def check_same_batch(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor,
     if same_channels and a.shape[-1] != b.shape[-1]:
         raise ValueError(f"{name_a} and {name_b} must have the same number of channels C, "
                          f"got {a.shape[-1]} and {b.shape[-1]}")
-    if a.dtype != b.dtype:
+    if same_dtype and a.dtype != b.dtype:
         raise TypeError(f"{name_a} and {name_b} must have the same dtype, "
                         f"got {a.dtype} and {b.dtype}")
 
