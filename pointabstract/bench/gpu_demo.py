@@ -1,0 +1,182 @@
+"""The demo half of ``pointabstract bench gpu``: ``make demo``'s three stages on one device, then
+``predict`` on a few files, each command timed.
+
+The commands are the Makefile's (``data synth``, ``train`` / ``eval`` of the demo presets, the
+capsule comparison figure), run through :func:`pointabstract.cli.main` in this process (one
+torch import and CUDA start for all of them) with ``device=...`` / ``--device`` added, the data
+and runs in a scratch folder instead of ``datasets/`` and ``runs/``, and optionally fewer epochs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+__all__ = ["PRESETS", "demo_rows", "write_inputs"]
+
+PRESETS = ("demo", "capsules_demo_dr", "capsules_demo_ca", "parts_demo")  # the Makefile's order
+_TINY = {"data.num_points": 64, "data.batch_size": 4, "data.eval_batch_size": 8, "optim.max_steps": 2,
+         "data.workers": 0}  # the CPU dry run: every command, a few seconds each
+_TINY_SYNTH = ["--train-per-class", "3", "--test-per-class", "1", "--num-points", "256"]
+
+
+def _cli(argv: list[str]) -> tuple[float, str]:
+    """Run ``pointabstract <argv>``; (seconds, "" or the failure in one line)."""
+    from .. import cli
+
+    start = time.perf_counter()
+    try:
+        code = cli.main([str(a) for a in argv])
+        error = "" if code == 0 else f"exit code {code}"
+    except Exception as err:  # a bug in one command: the next ones still run
+        error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    return time.perf_counter() - start, error
+
+
+def _run_dir(preset: str, work: Path) -> Path:
+    """The preset's ``log.out_dir`` (runs/demo/...) moved under ``work``."""
+    from ..engine import load_config
+
+    out = Path(load_config(preset).log.out_dir)
+    return work / (out.relative_to("runs") if out.parts[:1] == ("runs",) else out.name)
+
+
+def _train_overrides(preset: str, data: Path, work: Path, device: str, epochs: int | None,
+                     tiny: bool) -> list[str]:
+    extra = {"data.root": data, "log.out_dir": _run_dir(preset, work), "device": device}
+    if epochs is not None:
+        extra["optim.epochs"] = epochs
+    if tiny:
+        extra.update(_TINY)
+    return [f"{k}={v}" for k, v in extra.items()]
+
+
+def _summary(run: Path, eval_dir: Path) -> str:
+    """The eval summary line and the median training samples/s of ``run``."""
+    import json
+    import statistics
+
+    from ..engine import task_class
+
+    text = []
+    metrics = eval_dir / "metrics.json"
+    if metrics.is_file():
+        m = json.loads(metrics.read_text())
+        text.append(task_class(m["task"]).summary(m))
+    log = run / "metrics.jsonl"
+    if log.is_file():
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        rates = [r["samples_per_s"] for r in rows if "samples_per_s" in r]
+        if rates:
+            text.append(f"train {statistics.median(rates):.0f} samples/s over {len(rates)} epoch(s)")
+    return "; ".join(text)
+
+
+def write_inputs(data: Path, out: Path, count: int) -> dict[str, list[Path]]:
+    """``count`` test shapes of each synthetic layout as ``.npy`` clouds, the files ``predict``
+    reads: ``{"modelnet": [...], "part": [...]}``; the part files share the first shape's
+    category, ``out/part_category.txt`` names it."""
+    import h5py
+    import numpy as np
+
+    from ..data.categories import SHAPENET_PART
+    from ..data.synthetic.generator import MODELNET_DIR, SHAPENET_PART_DIR
+
+    files: dict[str, list[Path]] = {"modelnet": [], "part": []}
+    out.mkdir(parents=True, exist_ok=True)
+    with h5py.File(data / MODELNET_DIR / "ply_data_test0.h5", "r") as f:
+        for i, cloud in enumerate(f["data"][:count]):
+            files["modelnet"].append(out / f"modelnet_{i}.npy")
+            np.save(files["modelnet"][-1], cloud.astype(np.float32))
+    with h5py.File(data / SHAPENET_PART_DIR / "ply_data_test0.h5", "r") as f:
+        labels = f["label"][:].reshape(-1)
+        same = np.flatnonzero(labels == labels[0])[:count]
+        for i in same:
+            files["part"].append(out / f"part_{i}.npy")
+            np.save(files["part"][-1], f["data"][i].astype(np.float32))
+    (out / "part_category.txt").write_text(SHAPENET_PART[int(labels[0])].name)
+    return files
+
+
+def _stages(work: Path, data: Path, device: str, epochs: int | None, tiny: bool) -> list[tuple[str, list]]:
+    """(label, argv) of every command after ``data synth``, in the Makefile's order."""
+    run = {p: _run_dir(p, work) for p in PRESETS}
+    dev = ["--device", device]
+
+    def train(preset: str) -> tuple[str, list]:
+        return f"train {preset}", ["train", preset, "--overwrite",
+                                   *_train_overrides(preset, data, work, device, epochs, tiny)]
+
+    def evaluate(preset: str, *extra: str) -> tuple[str, list]:
+        return " ".join(["eval", preset, *extra]), ["eval", run[preset] / "last.pt", *extra, *dev]
+
+    return [train("demo"), evaluate("demo", "--neighbourhoods"),
+            train("capsules_demo_dr"), train("capsules_demo_ca"),
+            evaluate("capsules_demo_dr"), evaluate("capsules_demo_ca"),
+            ("view capsules --compare --figure",
+             ["view", run["capsules_demo_dr"] / "last.pt", "--compare", run["capsules_demo_ca"] / "last.pt",
+              "--figure", work / "capsules.png", *dev]),
+            train("parts_demo"), evaluate("parts_demo")]
+
+
+def demo_rows(work: Path, *, device: str, epochs: int | None = None, tiny: bool = False,
+              data: Path | None = None, predict_files: int = 8, deadline: float | None = None,
+              progress=print) -> list[dict]:
+    """Run the demo on ``device`` in ``work``: one row per command ``{"what", "s", "error",
+    "result"}``. ``data``: an existing synthetic set (default: generated into ``work/synthetic``,
+    timed; skipped with a row when trimesh, which generating needs, is missing). Commands left
+    when ``deadline`` (time.monotonic) has passed get ``"not run: section budget spent"``."""
+    import importlib.util
+
+    rows: list[dict] = []
+    if data is None:
+        data = work / "synthetic"
+        if importlib.util.find_spec("trimesh") is None:
+            return [{"what": "data synth", "skipped": "trimesh not importable (data synth needs it; "
+                                                      "give --data DIR, a generated set)"}]
+        argv = ["data", "synth", "--out", data, *(_TINY_SYNTH if tiny else [])]
+        rows.append(_row("data synth", *_cli(argv)))
+        progress(_row_text(rows[-1]))
+        if rows[-1]["error"]:
+            return rows
+    for label, argv in _stages(work, data, device, epochs, tiny):
+        rows.append(_timed_row(label, argv, deadline))
+        progress(_row_text(rows[-1]))
+    rows += _predict_rows(work, data, device, predict_files, deadline, progress)
+    for row in rows:  # what each trained run reached, beside its train command
+        preset = row["what"].split()[1] if row["what"].startswith("train ") else None
+        if preset in PRESETS and not row.get("error"):
+            out = _run_dir(preset, work)
+            row["result"] = _summary(out, out / "eval_last")
+    return rows
+
+
+def _predict_rows(work, data, device, count, deadline, progress) -> list[dict]:
+    files = write_inputs(data, work / "inputs", count)
+    category = (work / "inputs" / "part_category.txt").read_text()
+    jobs = [("predict demo (classify)", "demo", files["modelnet"], []),
+            ("predict capsules_demo_ca (reconstruct)", "capsules_demo_ca", files["part"][:2], []),
+            ("predict parts_demo (segment)", "parts_demo", files["part"], ["--category", category])]
+    rows = []
+    for label, preset, inputs, extra in jobs:
+        argv = ["predict", _run_dir(preset, work) / "last.pt", *inputs, "--device", device,
+                "--out", work / "predictions" / preset, *extra]
+        rows.append({**_timed_row(label, argv, deadline), "files": len(inputs)})
+        progress(_row_text(rows[-1]))
+    return rows
+
+
+def _timed_row(label: str, argv: list, deadline: float | None) -> dict:
+    if deadline is not None and time.monotonic() > deadline:
+        return {"what": label, "skipped": "not run: section budget spent"}
+    return _row(label, *_cli(argv))
+
+
+def _row(label: str, seconds: float, error: str) -> dict:
+    return {"what": label, "s": seconds, "error": error}
+
+
+def _row_text(row: dict) -> str:
+    if "skipped" in row:
+        return f"{row['what']}: skipped ({row['skipped']})"
+    return f"{row['what']}: {row['s']:.1f} s" + (f"  FAILED: {row['error']}" if row["error"] else "")
