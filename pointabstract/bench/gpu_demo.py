@@ -9,6 +9,9 @@ and runs in a scratch folder instead of ``datasets/`` and ``runs/``, and optiona
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 import time
 from pathlib import Path
 
@@ -17,20 +20,50 @@ __all__ = ["PRESETS", "demo_rows", "write_inputs"]
 PRESETS = ("demo", "capsules_demo_dr", "capsules_demo_ca", "parts_demo")  # the Makefile's order
 _TINY = {"data.num_points": 64, "data.batch_size": 4, "data.eval_batch_size": 8, "optim.max_steps": 2,
          "data.workers": 0}  # the CPU dry run: every command, a few seconds each
-_TINY_SYNTH = ["--train-per-class", "3", "--test-per-class", "1", "--num-points", "256"]
+_TINY_SYNTH = ["--train-per-class", "3", "--test-per-class", "1", "--num-points", "1024"]  # eval reads 1024
+
+
+class _Tee(io.TextIOBase):
+    """stderr as it was, remembering what was written (for the command's ``error:`` line)."""
+
+    def __init__(self, stream):
+        self.stream, self.text = stream, []
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _cli(argv: list[str]) -> tuple[float, str]:
     """Run ``pointabstract <argv>``; (seconds, "" or the failure in one line)."""
     from .. import cli
+    from .gpu_run import last_line
 
     start = time.perf_counter()
+    tee = _Tee(sys.stderr)
     try:
-        code = cli.main([str(a) for a in argv])
-        error = "" if code == 0 else f"exit code {code}"
+        with contextlib.redirect_stderr(tee):
+            code = cli.main([str(a) for a in argv])
+        said = "".join(tee.text)
+        errors = [line for line in said.splitlines() if line.startswith("error:")]
+        error = "" if code == 0 else f"exit code {code}: {last_line(errors[-1] if errors else said)}"
     except Exception as err:  # a bug in one command: the next ones still run
         error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     return time.perf_counter() - start, error
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` imports here (missing, or a broken binary such as open3d without libGL)."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except Exception:
+        return False
+    return True
 
 
 def _run_dir(preset: str, work: Path) -> Path:
@@ -51,25 +84,24 @@ def _train_overrides(preset: str, data: Path, work: Path, device: str, epochs: i
     return [f"{k}={v}" for k, v in extra.items()]
 
 
-def _summary(run: Path, eval_dir: Path) -> str:
-    """The eval summary line and the median training samples/s of ``run``."""
+def _result(what: str, run: Path) -> str:
+    """What a finished ``train`` (median samples/s over its epochs) or ``eval`` (the task's summary
+    line of ``eval_last/metrics.json``) of ``run`` reached; "" when it wrote nothing."""
     import json
     import statistics
 
     from ..engine import task_class
 
-    text = []
-    metrics = eval_dir / "metrics.json"
-    if metrics.is_file():
-        m = json.loads(metrics.read_text())
-        text.append(task_class(m["task"]).summary(m))
+    if what == "eval" and (run / "eval_last" / "metrics.json").is_file():
+        m = json.loads((run / "eval_last" / "metrics.json").read_text())
+        return task_class(m["task"]).summary(m)
     log = run / "metrics.jsonl"
-    if log.is_file():
+    if what == "train" and log.is_file():
         rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
         rates = [r["samples_per_s"] for r in rows if "samples_per_s" in r]
         if rates:
-            text.append(f"train {statistics.median(rates):.0f} samples/s over {len(rates)} epoch(s)")
-    return "; ".join(text)
+            return f"{statistics.median(rates):.0f} training samples/s (median over {len(rates)} epochs)"
+    return ""
 
 
 def write_inputs(data: Path, out: Path, count: int) -> dict[str, list[Path]]:
@@ -126,12 +158,10 @@ def demo_rows(work: Path, *, device: str, epochs: int | None = None, tiny: bool 
     "result"}``. ``data``: an existing synthetic set (default: generated into ``work/synthetic``,
     timed; skipped with a row when trimesh, which generating needs, is missing). Commands left
     when ``deadline`` (time.monotonic) has passed get ``"not run: section budget spent"``."""
-    import importlib.util
-
     rows: list[dict] = []
     if data is None:
         data = work / "synthetic"
-        if importlib.util.find_spec("trimesh") is None:
+        if not _importable("trimesh"):
             return [{"what": "data synth", "skipped": "trimesh not importable (data synth needs it; "
                                                       "give --data DIR, a generated set)"}]
         argv = ["data", "synth", "--out", data, *(_TINY_SYNTH if tiny else [])]
@@ -140,14 +170,16 @@ def demo_rows(work: Path, *, device: str, epochs: int | None = None, tiny: bool 
         if rows[-1]["error"]:
             return rows
     for label, argv in _stages(work, data, device, epochs, tiny):
-        rows.append(_timed_row(label, argv, deadline))
+        if argv[0] == "view" and not _importable("open3d"):
+            rows.append({"what": label, "skipped": "open3d not importable (view needs the viz extra)"})
+        else:
+            rows.append(_timed_row(label, argv, deadline))
         progress(_row_text(rows[-1]))
     rows += _predict_rows(work, data, device, predict_files, deadline, progress)
-    for row in rows:  # what each trained run reached, beside its train command
-        preset = row["what"].split()[1] if row["what"].startswith("train ") else None
-        if preset in PRESETS and not row.get("error"):
-            out = _run_dir(preset, work)
-            row["result"] = _summary(out, out / "eval_last")
+    for row in rows:  # what each run reached, beside its train / eval command
+        what, preset = (row["what"].split() + [""])[:2]
+        if what in ("train", "eval") and preset in PRESETS and not row.get("error") and "skipped" not in row:
+            row["result"] = _result(what, _run_dir(preset, work))
     return rows
 
 

@@ -2,7 +2,6 @@
 discovery, JUnit counts, time caps, the max-batch search, random batches), the orchestration with
 stand-in sections, and (slow) the whole CPU dry run as the GPU machine's environment would see it."""
 
-import importlib.util
 import json
 import sys
 import time
@@ -97,8 +96,10 @@ def test_one_training_step_measured_on_the_cpu():
 
 
 def test_demo_is_skipped_with_a_line_without_trimesh(tmp_path, monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "trimesh" else real(name, *a))
+    from pointabstract.bench import gpu_demo
+
+    real = gpu_demo._importable
+    monkeypatch.setattr(gpu_demo, "_importable", lambda name: name != "trimesh" and real(name))
     rows = demo_rows(tmp_path, device="cpu", tiny=True)
     assert rows == [{"what": "data synth", "skipped": "trimesh not importable (data synth needs it; give --data "
                                                       "DIR, a generated set)"}]
