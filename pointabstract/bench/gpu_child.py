@@ -22,6 +22,7 @@ __all__ = ["SECTIONS", "demo_section", "ops_section", "train_section"]
 _QUICK_TRAIN = ("centroid transformer (paper size)", "self-attention baseline (k = 40)",
                 "capsule AE 12 caps, dynamic routing", "capsule AE 12 caps, centroid attention",
                 "Sequoia segmenter N = 2k", "softmax segmenter N = 2k")
+_LAST_BEFORE_TABLE4 = "Sequoia segmenter N = 8k"  # the max-batch rows run before this config
 
 
 def _one_line(err: BaseException) -> str:
@@ -54,20 +55,28 @@ def train_section(opts: dict, deadline: float) -> dict:
 
     device, tiny = opts["device"], opts["tiny"]
     names = _QUICK_TRAIN if opts["quick"] else tuple(steps.CONFIGS)
+    routings = steps.CAPSULE_ROUTINGS if not opts["quick"] else steps.CAPSULE_ROUTINGS[::2]
     rows = []
     for name in names:
+        if name == _LAST_BEFORE_TABLE4:  # Table 4 before the 8k-point and full-attention rows
+            rows += [_max_batch_row(r, opts, deadline) for r in routings]
         for amp in (False, True):
             row = {"config": name, "precision": "bf16 autocast" if amp else "fp32"}
             rows.append(_attempt(row, deadline, lambda n=name, a=amp: steps.measure(
                 n, device=device, amp=a, tiny=tiny, steps=2 if tiny else 5, count_syncs=not a)))
-    routings = steps.CAPSULE_ROUTINGS if not opts["quick"] else steps.CAPSULE_ROUTINGS[::2]
-    for name in routings:
-        row = {"config": name, "precision": "fp32", "what": "max batch"}
-        rows.append(_attempt(row, deadline, lambda n=name: steps.max_batch(
-            n, device=device, cap_gib=opts["cap_gib"], limit=4 if tiny else 1024, tiny=tiny,
-            deadline=deadline)))
+    if _LAST_BEFORE_TABLE4 not in names:
+        rows += [_max_batch_row(r, opts, deadline) for r in routings]
     return _finish(rows, _train_table(rows), f"{sum('error' not in r and 'skipped' not in r for r in rows)} "
                                             f"of {len(rows)} measurements")
+
+
+def _max_batch_row(name: str, opts: dict, deadline: float) -> dict:
+    from . import gpu_steps as steps
+
+    row = {"config": name, "precision": "fp32", "what": "max batch"}
+    return _attempt(row, deadline, lambda: steps.max_batch(
+        name, device=opts["device"], cap_gib=opts["cap_gib"], limit=4 if opts["tiny"] else 1024,
+        tiny=opts["tiny"], deadline=deadline))
 
 
 def _attempt(row: dict, deadline: float, measure) -> dict:

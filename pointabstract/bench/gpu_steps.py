@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 __all__ = ["CAPSULE_ROUTINGS", "CONFIGS", "TABLE4_CAP_GIB", "max_batch", "measure", "random_batch",
-           "sync_sites"]
+           "release", "sync_sites"]
 
 # name -> (preset or registry model, overrides, batch B, points N): the paper-sized models
 CONFIGS: dict[str, tuple[str, dict, int, int]] = {
@@ -110,6 +110,7 @@ def measure(name: str, *, device: str, amp: bool, warmup: int = 2, steps: int = 
     """
     import torch
 
+    release(device)
     task, model, opt, data, step = _parts(name, device, tiny)
     cuda = torch.device(device).type == "cuda"
     with _autocast(device, amp):
@@ -161,6 +162,16 @@ def sync_sites(step, top: int = 6) -> dict:
             "sync_sites": [f"{site} x{count}" for site, count in sites.most_common(top)]}
 
 
+def release(device: str) -> None:
+    """Free what earlier measurements of this process left in the CUDA caching allocator (the
+    memory cap and the peak of the next measurement count only what it allocates itself)."""
+    import torch
+
+    gc.collect()
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
+
+
 def max_batch(name: str, *, device: str, cap_gib: float = TABLE4_CAP_GIB, limit: int = 1024,
               tiny: bool = False, deadline: float | None = None) -> dict:
     """The largest batch (<= ``limit``) whose training step fits in ``cap_gib`` GiB of GPU memory
@@ -172,6 +183,7 @@ def max_batch(name: str, *, device: str, cap_gib: float = TABLE4_CAP_GIB, limit:
     from .train_speed import _step
 
     cuda = torch.device(device).type == "cuda"
+    release(device)
     task, model, opt, _, _ = _parts(name, device, tiny)
     n = _TINY[1] if tiny else CONFIGS[name][3]
     dev = torch.device(device)

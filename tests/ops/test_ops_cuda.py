@@ -6,6 +6,8 @@ Indices must be equal. float64 inputs (most tests) leave no near-ties, so distan
 to float64 rounding (assert_close's default); the float32 and bfloat16 tests state their own.
 """
 
+import warnings
+
 import pytest
 import torch
 
@@ -187,3 +189,26 @@ def test_tree_and_tables_match_cpu(nearest):
     for lc, ld in zip(grads[0][0], grads[1][0]):
         torch.testing.assert_close(ld, lc)
     torch.testing.assert_close(grads[1][1], grads[0][1])
+
+
+def _syncs(call) -> list[str]:
+    """The file:line of every host synchronisation torch reports during ``call()``."""
+    call()  # warm-up: lazy CUDA initialisation is not the call's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            call()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message).lower()]
+
+
+@pytest.mark.skipif(not ON_CUDA, reason="counts CUDA synchronisations")
+def test_gathers_sync_once_for_their_index_check():
+    x = torch.rand(2, 100, 16, device=DEVICE)
+    idx = torch.randint(0, 100, (2, 30, 8), device=DEVICE)
+    assert len(_syncs(lambda: ops.gather_points(x, idx))) == 1  # before: 3 (min, max, any padding)
+    lengths = torch.tensor([100, 60], device=DEVICE)
+    # the finite check of each cloud (one copy of min and max each) and the lengths check
+    assert len(_syncs(lambda: ops.knn(x, x, 8, ref_lengths=lengths, backend="torch"))) <= 3
