@@ -65,17 +65,19 @@ def _since(log: Path, offset: int) -> str:
 
 
 def run_kernels(log: Path, cap_s: float, env: dict) -> dict:
-    """Compile the numba kernels, one process per group of ``ops.kernels.warm.GROUPS`` side by
-    side; a section result (``status``, ``summary``). Skipped when numba does not import."""
+    """Compile the numba kernels, one process per group of ``ops.kernels.warm.GROUPS`` and pass
+    (parallel / serial drivers) side by side; a section result (``status``, ``summary``).
+    Skipped when numba does not import."""
     import importlib.util
 
-    from ..ops.kernels.warm import GROUPS
+    from ..ops.kernels.warm import GROUPS, PASSES
 
     if importlib.util.find_spec("numba") is None:
         return {"status": "skipped", "summary": "skipped: numba not importable (the ops use torch)"}
     start = time.monotonic()
+    jobs = [f"{group}:{which}" for group in GROUPS for which in PASSES]
     procs = {name: _start([sys.executable, "-m", "pointabstract.ops.kernels.warm", name], log, env, None)
-             for name in GROUPS}
+             for name in jobs}
     errors = []
     for name, proc in procs.items():
         try:
@@ -88,5 +90,6 @@ def run_kernels(log: Path, cap_s: float, env: dict) -> dict:
             errors.append(f"{name}: exit code {code}")
     if errors:
         return {"status": "FAILED", "summary": "; ".join(errors) + " (see bench.log)"}
-    return {"status": "ok", "summary": f"{len(GROUPS)} kernel groups compiled side by side "
-                                       f"({', '.join(GROUPS)}) in {time.monotonic() - start:.1f} s"}
+    return {"status": "ok", "summary": f"{len(jobs)} processes compiled the kernels side by side "
+                                       f"({len(GROUPS)} groups x {' / '.join(PASSES)} drivers) in "
+                                       f"{time.monotonic() - start:.1f} s"}

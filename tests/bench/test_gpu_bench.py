@@ -166,3 +166,28 @@ def test_cpu_dry_run_as_on_the_gpu_machine(tmp_path):
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8 and all(p.parent == out for p in files)
     assert proc.stdout.rstrip().splitlines()[-1].startswith("every section passed")
+
+
+def test_kernel_groups_are_checked():
+    from pointabstract.ops.kernels.warm import compile_kernels
+
+    with pytest.raises(ValueError, match=r"unknown kernel group 'knn'; choose from \['attention', 'ball_query'"):
+        compile_kernels(["knn"])
+    with pytest.raises(ValueError, match=r"unknown pass 'both'; choose from \['parallel', 'serial'\]"):
+        compile_kernels(["fps"], passes=("both",))
+
+
+@pytest.mark.slow
+def test_kernels_section_compiles_every_cached_kernel(tmp_path):
+    """The kernels section's processes (one per group and pass) leave no kernel to compile: a
+    fresh numba cache folder stands for the GPU machine's fresh copy of the tree."""
+    import os
+    import subprocess
+
+    from pointabstract.bench.gpu_run import run_kernels
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    result = run_kernels(tmp_path / "log", 1200, env)
+    assert result["status"] == "ok", result
+    check = [sys.executable, "-c", "from pointabstract.cli import uncompiled_kernels; print(uncompiled_kernels())"]
+    assert subprocess.run(check, env=env, capture_output=True, text=True, check=True).stdout.strip() == "[]"
