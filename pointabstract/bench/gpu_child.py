@@ -56,18 +56,29 @@ def train_section(opts: dict, deadline: float) -> dict:
     device, tiny = opts["device"], opts["tiny"]
     names = _QUICK_TRAIN if opts["quick"] else tuple(steps.CONFIGS)
     routings = steps.CAPSULE_ROUTINGS if not opts["quick"] else steps.CAPSULE_ROUTINGS[::2]
-    rows = []
+    rows: list[dict] = []
+
+    def add(row: dict) -> None:
+        rows.append(row)
+        _save(_train_result(rows))  # what a kill at the section's cap leaves
+
     for name in names:
         if name == _LAST_BEFORE_TABLE4:  # Table 4 before the 8k-point and full-attention rows
-            rows += [_max_batch_row(r, opts, deadline) for r in routings]
+            for routing in routings:
+                add(_max_batch_row(routing, opts, deadline))
         for amp in (False, True):
             row = {"config": name, "precision": "bf16 autocast" if amp else "fp32"}
-            rows.append(_attempt(row, deadline, lambda n=name, a=amp: steps.measure(
+            add(_attempt(row, deadline, lambda n=name, a=amp: steps.measure(
                 n, device=device, amp=a, tiny=tiny, steps=2 if tiny else 5, count_syncs=not a)))
     if _LAST_BEFORE_TABLE4 not in names:
-        rows += [_max_batch_row(r, opts, deadline) for r in routings]
-    return _finish(rows, _train_table(rows), f"{sum('error' not in r and 'skipped' not in r for r in rows)} "
-                                            f"of {len(rows)} measurements")
+        for routing in routings:
+            add(_max_batch_row(routing, opts, deadline))
+    return _train_result(rows)
+
+
+def _train_result(rows: list[dict]) -> dict:
+    done = sum("error" not in r and "skipped" not in r for r in rows)
+    return _finish(rows, _train_table(rows), f"{done} of {len(rows)} measurements")
 
 
 def _max_batch_row(name: str, opts: dict, deadline: float) -> dict:
@@ -129,7 +140,11 @@ def demo_section(opts: dict, deadline: float) -> dict:
     data = Path(opts["data"]) if opts.get("data") else None
     rows = demo_rows(Path(opts["work"]) / "demo", device=opts["device"], epochs=opts.get("demo_epochs"),
                      tiny=opts["tiny"], data=data, deadline=deadline,
-                     progress=lambda s: print(s, flush=True))
+                     progress=lambda s: print(s, flush=True), record=lambda r: _save(_demo_result(r, opts)))
+    return _demo_result(rows, opts)
+
+
+def _demo_result(rows: list[dict], opts: dict) -> dict:
     if len(rows) == 1 and "skipped" in rows[0] and rows[0]["what"] == "data synth":
         return {"status": "skipped", "summary": f"skipped: {rows[0]['skipped']}", "rows": rows,
                 "table": "", "notes": [f"skipped: {rows[0]['skipped']}"]}
@@ -141,10 +156,18 @@ def demo_section(opts: dict, deadline: float) -> dict:
     lines = ["| command | s | result |", "|---|---:|---|"]
     for r in rows:
         result = r.get("error") and f"FAILED: {r['error']}" or r.get("skipped") or r.get("result", "")
-        if r.get("files"):
+        if r.get("files") and "s" in r:
             result = f"{r['files']} files, {r['s'] / r['files']:.2f} s per file {result}".strip()
         lines.append(f"| {r['what']} | {_cell(r, 's', '.1f')} | {result} |")
     return _finish(rows, "\n".join(lines), f"{len(rows)} commands; {note}", notes=[note])
+
+
+_RESULT: list[Path] = []  # where main writes the result (also each partial one)
+
+
+def _save(out: dict) -> None:
+    for path in _RESULT:
+        path.write_text(json.dumps(out, default=str))
 
 
 SECTIONS = {"ops": ops_section, "train": train_section, "demo": demo_section}
@@ -153,6 +176,7 @@ SECTIONS = {"ops": ops_section, "train": train_section, "demo": demo_section}
 def main(argv: list[str]) -> int:
     """Run section ``argv[0]`` with options ``argv[1]`` (JSON), writing the result to ``argv[2]``."""
     name, opts, result = argv[0], json.loads(argv[1]), Path(argv[2])
+    _RESULT[:] = [result]
     deadline = time.monotonic() + float(opts["deadline_s"])
     try:
         out = SECTIONS[name](opts, deadline)

@@ -153,49 +153,52 @@ def _stages(work: Path, data: Path, device: str, epochs: int | None, tiny: bool)
 
 def demo_rows(work: Path, *, device: str, epochs: int | None = None, tiny: bool = False,
               data: Path | None = None, predict_files: int = 8, deadline: float | None = None,
-              progress=print) -> list[dict]:
+              progress=print, record=None) -> list[dict]:
     """Run the demo on ``device`` in ``work``: one row per command ``{"what", "s", "error",
     "result"}``. ``data``: an existing synthetic set (default: generated into ``work/synthetic``,
     timed; skipped with a row when trimesh, which generating needs, is missing). Commands left
-    when ``deadline`` (time.monotonic) has passed get ``"not run: section budget spent"``."""
+    when ``deadline`` (time.monotonic) has passed get ``"not run: section budget spent"``.
+    ``record(rows)`` is called after every command with the rows so far."""
     rows: list[dict] = []
+
+    def add(row: dict) -> None:
+        what, preset = (row["what"].split() + [""])[:2]
+        if what in ("train", "eval") and preset in PRESETS and not row.get("error") and "skipped" not in row:
+            row["result"] = _result(what, _run_dir(preset, work))
+        rows.append(row)
+        progress(_row_text(row))
+        if record is not None:
+            record(rows)
+
     if data is None:
         data = work / "synthetic"
         if not _importable("trimesh"):
             return [{"what": "data synth", "skipped": "trimesh not importable (data synth needs it; "
                                                       "give --data DIR, a generated set)"}]
-        argv = ["data", "synth", "--out", data, *(_TINY_SYNTH if tiny else [])]
-        rows.append(_row("data synth", *_cli(argv)))
-        progress(_row_text(rows[-1]))
+        add(_row("data synth", *_cli(["data", "synth", "--out", data, *(_TINY_SYNTH if tiny else [])])))
         if rows[-1]["error"]:
             return rows
     for label, argv in _stages(work, data, device, epochs, tiny):
         if argv[0] == "view" and not _importable("open3d"):
-            rows.append({"what": label, "skipped": "open3d not importable (view needs the viz extra)"})
+            add({"what": label, "skipped": "open3d not importable (view needs the viz extra)"})
         else:
-            rows.append(_timed_row(label, argv, deadline))
-        progress(_row_text(rows[-1]))
-    rows += _predict_rows(work, data, device, predict_files, deadline, progress)
-    for row in rows:  # what each run reached, beside its train / eval command
-        what, preset = (row["what"].split() + [""])[:2]
-        if what in ("train", "eval") and preset in PRESETS and not row.get("error") and "skipped" not in row:
-            row["result"] = _result(what, _run_dir(preset, work))
+            add(_timed_row(label, argv, deadline))
+    for row in _predict_rows(work, data, device, predict_files, deadline):
+        add(row)
     return rows
 
 
-def _predict_rows(work, data, device, count, deadline, progress) -> list[dict]:
+def _predict_rows(work, data, device, count, deadline):
+    """``predict`` with each trained run on ``count`` test shapes written as .npy (rows, lazily)."""
     files = write_inputs(data, work / "inputs", count)
     category = (work / "inputs" / "part_category.txt").read_text()
     jobs = [("predict demo (classify)", "demo", files["modelnet"], []),
             ("predict capsules_demo_ca (reconstruct)", "capsules_demo_ca", files["part"][:2], []),
             ("predict parts_demo (segment)", "parts_demo", files["part"], ["--category", category])]
-    rows = []
     for label, preset, inputs, extra in jobs:
         argv = ["predict", _run_dir(preset, work) / "last.pt", *inputs, "--device", device,
                 "--out", work / "predictions" / preset, *extra]
-        rows.append({**_timed_row(label, argv, deadline), "files": len(inputs)})
-        progress(_row_text(rows[-1]))
-    return rows
+        yield {**_timed_row(label, argv, deadline), "files": len(inputs)}
 
 
 def _timed_row(label: str, argv: list, deadline: float | None) -> dict:

@@ -191,3 +191,11 @@ def test_kernels_section_compiles_every_cached_kernel(tmp_path):
     assert result["status"] == "ok", result
     check = [sys.executable, "-c", "from pointabstract.cli import uncompiled_kernels; print(uncompiled_kernels())"]
     assert subprocess.run(check, env=env, capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def test_a_section_past_its_cap_is_cut_and_reported(tmp_path, capsys):
+    assert main(["bench", "gpu", "--device", "cpu", "--sections", "train", "--budget-s", "2",
+                 "--out", str(tmp_path / "out")]) == 1
+    train = json.loads((tmp_path / "out" / "summary.json").read_text())["sections"]["train"]
+    assert train["status"] == "FAILED" and train["summary"].startswith("timeout after 2 s (last output: "), train
+    assert train["seconds"] < 15
