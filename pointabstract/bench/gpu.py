@@ -179,11 +179,16 @@ def _section(name: str, args, work: Path, cap: float) -> dict:
 
 
 def _tests(args, work: Path, log: Path, cap: float, env: dict) -> dict:
+    import importlib.util
+
     from .gpu_tests import DEVICE_ENV, cuda_test_files, pytest_command, read_junit
 
     tests = _repo() / "tests"
     if not tests.is_dir():
         return {"status": "skipped", "summary": f"skipped: no tests/ folder at {tests} (run from a checkout)"}
+    for module in ("pytest", "hypothesis"):  # the dev extra; tests/conftest.py imports hypothesis
+        if importlib.util.find_spec(module) is None:
+            return {"status": "skipped", "summary": f"skipped: {module} not importable (the dev extra)"}
     junit = work / "junit.xml"
     cmd = pytest_command(cuda_test_files(tests), junit=junit, timeout_s=min(120.0, cap))
     error = run_command(cmd, log, cap, {**env, DEVICE_ENV: args.device}, cwd=_repo(), ok_codes=(0, 1))
