@@ -152,7 +152,7 @@ def test_cpu_dry_run_as_on_the_gpu_machine(tmp_path):
     hide = tmp_path / "hide"
     for name in ("open3d", "fpsample", "pykdtree"):
         (hide / name).mkdir(parents=True)
-        (hide / name / "__init__.py").write_text(f"raise ModuleNotFoundError('No module named {name!r}', name={name!r})\n")
+        (hide / name / "__init__.py").write_text(f'raise ModuleNotFoundError("No module named {name!r}", name={name!r})\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), str(REPO)])}
     out = tmp_path / "out"
     cmd = [sys.executable, str(REPO / "tools" / "gpu_check.py"), "--device", "cpu", "--out", str(out),
