@@ -7,7 +7,8 @@ Scalars: :func:`check_int` (optionally ``None``), :func:`check_int_in` (an index
 range), :func:`check_float` / :func:`check_positive`, :func:`check_bool`, :func:`check_choice`.
 Tensors: :func:`check_cloud`, :func:`check_features` (per-point features of a cloud),
 :func:`check_shape`, :func:`check_ids` (integer ids / labels in a range), :func:`check_index`,
-:func:`check_lengths`, :func:`check_same_batch`.
+:func:`check_lengths`, :func:`check_same_batch`. :func:`min_max` reads a tensor's range with one
+copy to the host (one GPU synchronisation).
 """
 
 from __future__ import annotations
@@ -57,16 +58,26 @@ def finite_extent(name: str, x: torch.Tensor) -> float:
         a = x.detach().numpy()  # numpy's reductions cost a few us, torch's up to ~0.5 ms
         lo, hi = float(a.min()), float(a.max())  # NaN propagates into both
     else:
-        lo, hi = (float(v) for v in torch.aminmax(x.detach()))
+        lo, hi = min_max(x.detach())
     if not (math.isfinite(lo) and math.isfinite(hi)):
         bad = (~torch.isfinite(x)).nonzero()[0].tolist()
         raise ValueError(f"{name} holds NaN or Inf values (first at index {tuple(bad)})")
     return max(-lo, hi)
 
 
+def min_max(x: torch.Tensor) -> tuple:
+    """``(x.min(), x.max())`` as Python numbers (int for integer tensors): on the CPU two
+    reductions, elsewhere one ``aminmax`` and a single copy to the host (one synchronisation of a
+    GPU instead of two). NaN propagates into both."""
+    if x.device.type == "cpu":
+        return x.min().item(), x.max().item()
+    lo, hi = torch.stack(torch.aminmax(x)).tolist()
+    return lo, hi
+
+
 def check_same_batch(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor,
-                     *, same_channels: bool = True) -> None:
-    """Check that two clouds share device, batch size, dtype and (optionally) channels."""
+                     *, same_channels: bool = True, same_dtype: bool = True) -> None:
+    """Check that two clouds share device, batch size and (optionally) channels and dtype."""
     if a.device != b.device:
         raise ValueError(f"{name_a} and {name_b} must be on the same device, "
                          f"got {a.device} and {b.device}")
@@ -76,7 +87,7 @@ def check_same_batch(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor,
     if same_channels and a.shape[-1] != b.shape[-1]:
         raise ValueError(f"{name_a} and {name_b} must have the same number of channels C, "
                          f"got {a.shape[-1]} and {b.shape[-1]}")
-    if a.dtype != b.dtype:
+    if same_dtype and a.dtype != b.dtype:
         raise TypeError(f"{name_a} and {name_b} must have the same dtype, "
                         f"got {a.dtype} and {b.dtype}")
 
@@ -98,7 +109,7 @@ def check_lengths(name: str, lengths, batch: int, n: int, device: torch.device,
     if lengths.device != device:
         raise ValueError(f"{name} must be on {device}, got {lengths.device}")
     if batch:
-        lo, hi = int(lengths.min()), int(lengths.max())
+        lo, hi = min_max(lengths)
         low_ok = 0 if allow_zero else 1
         if lo < low_ok or hi > n:
             raise ValueError(f"{name} must lie in [{low_ok}, {n}] (N = {n}), got values in [{lo}, {hi}]")
@@ -211,7 +222,7 @@ def check_index(name: str, idx, batch: int, n: int, device: torch.device,
     if idx.device != device:
         raise ValueError(f"{name} must be on {device}, got {idx.device}")
     if idx.numel():
-        lo, hi = int(idx.min()), int(idx.max())
+        lo, hi = min_max(idx)
         low_ok = -1 if allow_invalid else 0
         if lo < low_ok or hi >= n:
             raise ValueError(f"{name} values must lie in [{low_ok}, {n - 1}], got values in [{lo}, {hi}]")
@@ -249,7 +260,7 @@ def check_ids(name: str, ids, shape: tuple, letters: str, *, low: int = 0,
         raise TypeError(f"{name} must have dtype int64, got {ids.dtype}")
     check_shape(name, ids, shape, letters, floating=False)
     if ids.numel():
-        lo, hi = int(ids.min()), int(ids.max())
+        lo, hi = min_max(ids)
         if lo < low or (high is not None and hi >= high):
             bound = f"lie in [{low}, {high - 1}]" if high is not None else f"be >= {low}"
             raise ValueError(f"{name} values must {bound}, got values in [{lo}, {hi}]")

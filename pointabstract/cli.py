@@ -95,7 +95,8 @@ def _eval(args: argparse.Namespace) -> int:
     found: dict = {}  # the neighbourhood section's metrics, shown again by the page
     sections = {"capsules": _capsule_section, "segmentation": _segmentation_section,
                 "neighbourhoods": lambda run, out: _kept(_neighbourhood_section(run, out), found),
-                "viewer": lambda run, out: _viewer_section(run, out, found.get(AGREEMENT))}
+                "viewer": lambda run, out: _render_section(
+                    "browser viewer", lambda r, o: _viewer_section(r, o, found.get(AGREEMENT)), run, out)}
     if not args.neighbourhoods:
         del sections["neighbourhoods"]
     metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out, votes=args.votes,
@@ -135,15 +136,19 @@ def _viewer_section(run, out: Path, agreement: dict | None = None) -> tuple[str,
 
 def _render_section(what: str, build, run, out: Path) -> tuple[str, dict]:
     """``build(run, out)`` (a viz figure section of the eval report), or one line saying why not
-    when this machine has no working offscreen renderer: report, don't fail."""
+    when this machine has no working offscreen renderer or no open3d (the figures' scenes are
+    open3d geometry; eval itself needs only the train extra): report, don't fail."""
     from .viz import RenderError
 
     try:
         return build(run, out)
-    except RenderError as err:
-        first = str(err).splitlines()[0]
-        print(f"warning: no {what} figure ({first})")
-        return f"_No {what} figure: {first}_", {}
+    except (RenderError, ModuleNotFoundError) as err:
+        if isinstance(err, ModuleNotFoundError) and err.name != "open3d":
+            raise
+        first = str(err).splitlines()[0] if isinstance(err, RenderError) else \
+            'open3d is not installed (pip install "pointabstract[viz]")'
+        print(f"warning: no {what} ({first})")
+        return f"_No {what}: {first}_", {}
 
 
 def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
@@ -155,7 +160,7 @@ def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
         nb = neighbourhood_report(run.path, out, data_root=run.config.data.root, device=str(run.device))
         return nb.markdown, nb.metrics
 
-    return _render_section("neighbourhood", build, run, out)
+    return _render_section("neighbourhood figure", build, run, out)
 
 
 def _capsule_section(run, out: Path) -> tuple[str, dict]:
@@ -166,7 +171,7 @@ def _capsule_section(run, out: Path) -> tuple[str, dict]:
 
     if not getattr(run.model, "has_capsules", True):
         return _NO_CAPSULES.format(what="capsule figure", model=run.config.model), {}
-    return _render_section("capsule", capsule_section, run, out)
+    return _render_section("capsule figure", capsule_section, run, out)
 
 
 def _segmentation_section(run, out: Path) -> tuple[str, dict]:
@@ -174,7 +179,7 @@ def _segmentation_section(run, out: Path) -> tuple[str, dict]:
     an eval report section (of the runs whose task names ``segmentation``: part segmentation)."""
     from .viz.segmentation.figures import segmentation_section
 
-    return _render_section("part-segmentation", segmentation_section, run, out)
+    return _render_section("part-segmentation figure", segmentation_section, run, out)
 
 
 def _tasks_taking(name: str, declared: str) -> str:

@@ -392,3 +392,20 @@ def test_train_help_lists_the_presets_and_every_registry_model_with_its_descript
     assert "presets: capsules_demo_ca, capsules_demo_dr, centroid_transformer_modelnet40, demo," in out
     for name, spec in MODELS.items():
         assert spec.doc and re.search(rf"^  {name} +{re.escape(spec.doc)}$", out, re.M), name
+
+
+def test_eval_figures_without_open3d_are_one_line_in_the_report(tmp_path, capsys):
+    """eval needs the train extra only: a figure or viewer page that needs open3d (not installed)
+    becomes a line in the report, as a missing renderer does; other missing modules still raise."""
+    from pointabstract.cli import _render_section
+
+    def needs(module):
+        def build(run, out):
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+        return build
+
+    said = 'open3d is not installed (pip install "pointabstract[viz]")'
+    assert _render_section("capsule figure", needs("open3d"), None, tmp_path) == (f"_No capsule figure: {said}_", {})
+    assert capsys.readouterr().out == f"warning: no capsule figure ({said})\n"
+    with pytest.raises(ModuleNotFoundError, match="yaml"):
+        _render_section("capsule figure", needs("yaml"), None, tmp_path)

@@ -26,6 +26,7 @@ BENCHES: dict[str, str] = {
     "curves": "pointabstract.bench.curves",
     "train": "pointabstract.bench.train_speed",
     "predict": "pointabstract.bench.predict",
+    "gpu": "pointabstract.bench.gpu",
 }
 
 

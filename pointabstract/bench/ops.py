@@ -61,30 +61,43 @@ def _bind(fn, *args):
     return lambda: fn(*args)
 
 
-def workloads(realdata: Path | None = None, device: str = "cpu") -> list[Workload]:
-    """The issue's workloads (plus small sizes, and the real scene when available) on ``device``."""
+# the workloads' sizes: FPS (B, N, M, big), KNN (B, N, K, big), feature KNN (B, N, C, K),
+# Chamfer (B, N); "big" rows are skipped by --quick. TINY: the same rows at toy sizes, for
+# dry runs of the code path (bench gpu --device cpu)
+SIZES = {"fps": [(16, 1024, 512, False), (16, 2048, 1024, False), (1, 100_000, 4096, True)],
+         "knn": [(1, 64, 8, False), (16, 1024, 20, False), (16, 2048, 40, False), (1, 100_000, 16, True)],
+         "features": (16, 512, 128, 40), "chamfer": (32, 2048)}
+TINY = {"fps": [(2, 128, 32, False)], "knn": [(1, 64, 8, False), (2, 128, 8, False)],
+        "features": (2, 64, 16, 8), "chamfer": (2, 128)}
+
+
+def workloads(realdata: Path | None = None, device: str = "cpu", *, tiny: bool = False) -> list[Workload]:
+    """The issue's workloads (plus small sizes, and the real scene when available) on ``device``
+    (``tiny``: :data:`TINY` sizes, no real scene)."""
+    sizes = TINY if tiny else SIZES
     out = []
     fps_peers = peers.available(peers.FPS, device)
     knn_peers = peers.available(peers.KNN, device)
     feature_peers = peers.available(peers.KNN_FEATURES, device)
     chamfer_peers = peers.available(peers.CHAMFER, device)
-    for batch, n, m, big in [(16, 1024, 512, False), (16, 2048, 1024, False), (1, 100_000, 4096, True)]:
+    for batch, n, m, big in sizes["fps"]:
         pos = _points(batch, n, seed=n, device=device)
         label = f"B={batch} N={n} -> {m}"
         out.append(Workload("fps", label, _bind(ops.farthest_point_sample, pos, m),
                             {k: _bind(f, pos, m) for k, f in fps_peers.items()}, big))
-    for batch, n, k, big in [(1, 64, 8, False), (16, 1024, 20, False), (16, 2048, 40, False),
-                             (1, 100_000, 16, True)]:
+    for batch, n, k, big in sizes["knn"]:
         pos = _points(batch, n, seed=n + 1, device=device)
         out.append(Workload("knn", f"B={batch} N={n} K={k}", _bind(ops.knn, pos, pos, k),
                             {p: _bind(f, pos, pos, k) for p, f in knn_peers.items()}, big))
-    feats = _points(16, 512, 128, seed=3, device=device)
-    out.append(Workload("knn features", "B=16 N=512 C=128 K=40", _bind(ops.knn, feats, feats, 40),
-                        {p: _bind(f, feats, feats, 40) for p, f in feature_peers.items()}))
-    x, y = _points(32, 2048, seed=4, device=device), _points(32, 2048, seed=5, device=device)
-    out.append(Workload("chamfer fwd+bwd", "B=32 N=M=2048", _bind(_our_chamfer, x, y),
+    batch, n, c, k = sizes["features"]
+    feats = _points(batch, n, c, seed=3, device=device)
+    out.append(Workload("knn features", f"B={batch} N={n} C={c} K={k}", _bind(ops.knn, feats, feats, k),
+                        {p: _bind(f, feats, feats, k) for p, f in feature_peers.items()}))
+    batch, n = sizes["chamfer"]
+    x, y = _points(batch, n, seed=4, device=device), _points(batch, n, seed=5, device=device)
+    out.append(Workload("chamfer fwd+bwd", f"B={batch} N=M={n}", _bind(_our_chamfer, x, y),
                         {p: _bind(f, x, y) for p, f in chamfer_peers.items()}))
-    scene = _scannet(realdata)
+    scene = None if tiny else _scannet(realdata)
     if scene is not None:
         scene = scene.to(device)
         n = scene.shape[1]
@@ -94,6 +107,12 @@ def workloads(realdata: Path | None = None, device: str = "cpu") -> list[Workloa
         out.append(Workload("knn", f"ScanNet scene N={n} K=16", _bind(ops.knn, scene, scene, 16),
                             {p: _bind(f, scene, scene, 16) for p, f in knn_peers.items()}, True))
     return out
+
+
+def missing_peers(device: str = "cpu") -> list[str]:
+    """The peers that could run on ``device`` but whose library does not import here, sorted."""
+    tables = (peers.FPS, peers.KNN, peers.KNN_FEATURES, peers.CHAMFER)
+    return sorted({name for table in tables for name in peers.unavailable(table, device)})
 
 
 def _our_chamfer(x, y):
@@ -133,10 +152,10 @@ def time_call(fn, repeats: int, slow_s: float, device: str = "cpu") -> tuple[flo
 
 
 def run(*, quick: bool = False, repeats: int = 5, slow_s: float = 20.0,
-        realdata: Path | None = None, device: str = "cpu", progress=print) -> list[Row]:
+        realdata: Path | None = None, device: str = "cpu", tiny: bool = False, progress=print) -> list[Row]:
     """Time every workload (ours and peers) on ``device``; one row per (workload, peer)."""
     rows = []
-    for w in workloads(realdata, device):
+    for w in workloads(realdata, device, tiny=tiny):
         if quick and w.big:
             continue
         ours, _ = time_call(w.ours, repeats, slow_s, device)
@@ -212,6 +231,8 @@ def main(args) -> int:
     realdata = args.realdata if args.realdata.is_dir() else None
     env = environment(args.device)
     print(f"# ops benchmark ({env})", flush=True)
+    for name in missing_peers(args.device):
+        print(f"skipped: {name} not importable", flush=True)
     rows = run(quick=args.quick, repeats=args.repeats, realdata=realdata, device=args.device,
                progress=lambda s: print(s, flush=True))
     table = format_table(rows)

@@ -185,3 +185,10 @@ def available(table: dict, device: str = "cpu") -> dict:
     on_cuda = torch.device(device).type == "cuda"
     return {name: fn for name, (fn, module) in table.items()
             if _has(module) and (not on_cuda or name in CUDA_CAPABLE)}
+
+
+def unavailable(table: dict, device: str = "cpu") -> list[str]:
+    """The peers of ``table`` that would run on ``device`` but whose library does not import here."""
+    on_cuda = torch.device(device).type == "cuda"
+    return [name for name, (_, module) in table.items()
+            if not _has(module) and (not on_cuda or name in CUDA_CAPABLE)]

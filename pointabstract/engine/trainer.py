@@ -371,11 +371,12 @@ def _train_epoch(run: Run) -> dict:
             break
         loss, stats = _train_step(run, batch, params)
         n = len(batch["pos"])
-        for key, value in {"loss": loss.item(), **stats}.items():
-            sums[key] = sums.get(key, 0.0) + float(value) * n
+        value = loss.item()  # the step's one copy of the loss to the host (a GPU sync)
+        for key, v in {"loss": value, **stats}.items():
+            sums[key] = sums.get(key, 0.0) + float(v) * n
         seen += n
         rate = seen / max(1e-9, time.perf_counter() - started)
-        bar.set_postfix(loss=f"{loss.item():.3f}", samples_per_s=f"{rate:.0f}")
+        bar.set_postfix(loss=f"{value:.3f}", samples_per_s=f"{rate:.0f}")
     return _epoch_stats(run, sums, seen, time.perf_counter() - started)
 
 

@@ -129,7 +129,8 @@ class SequoiaAttention(nn.Module):
         """
         V.check_cloud("x", x, dim=self.dim)
         V.check_cloud("pos", pos)
-        V.check_same_batch("x", x, "pos", pos, same_channels=False)
+        # features may be bfloat16 under autocast (the trainer's amp on CUDA), positions stay float32
+        V.check_same_batch("x", x, "pos", pos, same_channels=False, same_dtype=False)
         if x.shape[1] != pos.shape[1]:
             raise ValueError(f"x and pos must hold the same N points, got {tuple(x.shape)} and "
                              f"{tuple(pos.shape)}")

@@ -139,7 +139,9 @@ def _extent(x: torch.Tensor) -> float:
     if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
         a = x.detach().numpy()  # numpy's reductions cost a few us where torch's cost ~0.5 ms
         return max(-float(a.min()), float(a.max()))
-    lo, hi = torch.aminmax(x.detach())
+    from .._validate import min_max
+
+    lo, hi = min_max(x.detach())  # one copy to the host
     return max(-float(lo), float(hi))
 
 

@@ -22,8 +22,10 @@ def sq_norms(x: torch.Tensor) -> torch.Tensor:
 
 def approx_dist2(q: torch.Tensor, r: torch.Tensor, qq: torch.Tensor, rr: torch.Tensor) -> torch.Tensor:
     """(B, M, N) ``|q|^2 + |r|^2 - 2 q.r`` for q (B, M, C), r (B, N, C) and their squared
-    norms qq (B, M), rr (B, N): one batched matmul."""
-    return torch.baddbmm(qq.unsqueeze(2) + rr.unsqueeze(1), q, r.transpose(1, 2), alpha=-2.0)
+    norms qq (B, M), rr (B, N): one batched matmul, in the dtype of q and r also under autocast
+    (whose bfloat16 matmul would break :func:`approx_error`'s bound, and the numpy view on CPU)."""
+    with torch.autocast(q.device.type, enabled=False):
+        return torch.baddbmm(qq.unsqueeze(2) + rr.unsqueeze(1), q, r.transpose(1, 2), alpha=-2.0)
 
 
 def approx_error(q: torch.Tensor, qq: torch.Tensor, rr: torch.Tensor,

@@ -27,7 +27,8 @@ def gather_points(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     V.check_cloud("x", x, dim=None, finite=False)  # features may carry NaN; geometry may not
     V.check_index("idx", idx, x.shape[0], x.shape[1], x.device)
     out = take_rows(x, idx)
-    if bool((idx < 0).any()):
+    # on a GPU the mask costs less than asking the host whether there is padding (a sync)
+    if idx.device.type != "cpu" or bool((idx < 0).any()):
         out = out.masked_fill((idx < 0).unsqueeze(-1), 0.0)
     return out
 

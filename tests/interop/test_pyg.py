@@ -253,6 +253,7 @@ def test_matches_pyg_lib_when_installed():
         assert set(map(tuple, ours.t().tolist())) == set(map(tuple, theirs.t().tolist()))
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu():
     x, batch = _ragged([200, 50], seed=12)

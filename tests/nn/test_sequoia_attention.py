@@ -182,6 +182,17 @@ def test_bad_input():
         par(x, pos, tree, tables=layer.tables(tree))
 
 
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_bf16_features_under_autocast(mode):
+    """Under autocast (the trainer's amp on CUDA) the features arrive in bfloat16 while the
+    positions stay float32: accepted (before: "x and pos must have the same dtype")."""
+    layer = _layer(mode).float()
+    pos, x = cloud(2, 40), cloud(2, 40, 8, seed=1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = layer(x.bfloat16(), pos)
+    assert out.shape == (2, 40, 8) and torch.isfinite(out.float()).all()
+
+
 def test_parallel_leaf_reads_only_its_nearest_points_and_the_given_hubs():
     # with the hub states given (nodes) and no hub update, a parallel-mode leaf sees itself, its
     # siblings_k nearest points and its ancestors' given states: moving any other point's

@@ -132,6 +132,19 @@ def test_torch_backend_stays_exact_with_reduced_matmul_precision(precision):
     assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
 
 
+@pytest.mark.parametrize("backend", EXACT)
+def test_exact_under_bf16_autocast(backend):
+    """Autocast (the trainer's amp on CUDA) must not lower the distance matmul to bfloat16: the
+    candidates' rounding bound assumes the input dtype (before: the numba path failed on a
+    bfloat16 array, the torch path ranked with bfloat16 distances)."""
+    feats = cloud(2, 300, 32, seed=14) + 3.0
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        d, i = knn(feats, feats, 10, backend=backend)
+    d_ref, i_ref = knn(feats, feats, 10, backend=backend)  # feature space: a few ulps from knn_naive's
+    assert torch.equal(i, knn_naive(feats, feats, 10)[1])
+    assert torch.equal(i, i_ref) and torch.equal(d, d_ref)
+
+
 def test_torch_backend_is_exact_in_feature_space():
     feats = cloud(3, 700, 64, seed=13)
     d, i = knn(feats[:, :300], feats, 40, backend="torch")

@@ -5,6 +5,8 @@ fresh install would otherwise pay for it (about a minute on 2 cores) inside the 
 that trains or evaluates. This runs every op that has a kernel on small float32 inputs, through
 the parallel drivers (as many threads as torch uses) and the serial ones (one thread, as in
 DataLoader workers), so the compiled code is on disk before the first real command.
+``python -m pointabstract.ops.kernels.warm GROUP[:PASS] ...`` compiles only the named
+:data:`GROUPS` (and :data:`PASSES`), one process each on a many-core machine.
 """
 
 from __future__ import annotations
@@ -15,20 +17,40 @@ import time
 import numpy as np
 import torch
 
-__all__ = ["compile_kernels"]
+__all__ = ["GROUPS", "PASSES", "compile_kernels"]
 
 
-def _ops(generator: torch.Generator) -> None:
-    from .. import ball_query, farthest_point_sample, gather_points, knn, max_over
-    from . import neighbour_attention, run
+def _knn_xyz(generator: torch.Generator) -> None:
+    from .. import knn
 
     pos = torch.rand(4, 1024, 3, generator=generator)
+    knn(pos, pos, 16)  # the KD-tree build and query kernels
+
+
+def _knn_features(generator: torch.Generator) -> None:
+    from .. import knn
+
     feats = torch.rand(4, 1024, 16, generator=generator)
-    knn(pos, pos, 16)  # xyz: the KD-tree kernels
-    knn(feats[:, :256], feats, 16)  # features: the matmul filter + exact selection kernels
-    farthest_point_sample(pos, 256)
+    knn(feats[:, :256], feats, 16)  # the matmul filter + exact selection kernels
+
+
+def _fps(generator: torch.Generator) -> None:
+    from .. import farthest_point_sample
+
+    farthest_point_sample(torch.rand(4, 1024, 3, generator=generator), 256)
+
+
+def _ball_query(generator: torch.Generator) -> None:
+    from .. import ball_query
+
+    pos = torch.rand(4, 1024, 3, generator=generator)
     ball_query(pos, pos, 0.2, 16)
-    # neighbour attention, forward and backward (nn/attention.py's compiled products)
+
+
+def _attention(generator: torch.Generator) -> None:
+    """Neighbour attention, forward and backward (nn/attention.py's compiled products)."""
+    from . import neighbour_attention, run
+
     rng = np.random.default_rng(0)
     q = rng.standard_normal((4, 256, 4, 8), dtype=np.float32)
     kv = rng.standard_normal((4, 1024, 64), dtype=np.float32)
@@ -40,31 +62,66 @@ def _ops(generator: torch.Generator) -> None:
     grad_kv = np.zeros_like(kv)
     run(kernel.dot_backward, kernel.dot_backward_ser, w, q, kv, idx, np.empty_like(q), grad_kv)
     run(kernel.sum_backward, kernel.sum_backward_ser, q, w, kv, idx, np.empty_like(w), grad_kv)
-    # max over a middle axis and a row gather, with their gradients (ops.max_over; the
-    # scatter-add of gather_points' backward), above the parallel threshold
+
+
+def _reduce(generator: torch.Generator) -> None:
+    """Max over a middle axis and a row gather, with their gradients (ops.max_over; the
+    scatter-add of gather_points' backward), above the parallel threshold."""
+    from .. import gather_points, max_over
+
     x = torch.rand(256, 16, 32, generator=generator, requires_grad=True)
     max_over(x, 1).sum().backward()
     rows = torch.randint(0, 16, (4, 4096), generator=generator)
     gather_points(x.detach()[:4].requires_grad_(), rows).sum().backward()
 
 
-def compile_kernels() -> float:
-    """Run every kernel once, parallel then serial drivers; returns the seconds it took."""
+# name -> the calls that compile one set of kernels: each group and pass can run in its own
+# process (``python -m pointabstract.ops.kernels.warm GROUP[:PASS]``), so a many-core machine
+# compiles them side by side (numba writes each cache entry atomically)
+GROUPS = {"knn_xyz": _knn_xyz, "knn_features": _knn_features, "fps": _fps, "ball_query": _ball_query,
+          "attention": _attention, "reduce": _reduce}
+PASSES = ("parallel", "serial")  # the drivers compiled: prange over clouds / chunks, and one thread
+
+
+def compile_kernels(groups: list[str] | None = None, *, passes: tuple[str, ...] = PASSES) -> float:
+    """Run every kernel of ``groups`` (default: all of :data:`GROUPS`) once through the drivers
+    of ``passes`` (:data:`PASSES`: parallel, as many threads as torch uses, then serial); returns
+    the seconds it took."""
     from . import AVAILABLE
 
+    for name in groups or ():
+        if name not in GROUPS:
+            raise ValueError(f"unknown kernel group {name!r}; choose from {sorted(GROUPS)}")
+    for name in passes:
+        if name not in PASSES:
+            raise ValueError(f"unknown pass {name!r}; choose from {list(PASSES)}")
     if not AVAILABLE:
         return 0.0
     start = time.perf_counter()
     threads = torch.get_num_threads()
     generator = torch.Generator().manual_seed(0)
     try:
-        for count in sorted({max(threads, 2), 1}, reverse=True):  # parallel drivers, then serial
-            torch.set_num_threads(count)
-            _ops(generator)
+        for name in PASSES:
+            if name in passes:
+                torch.set_num_threads(max(threads, 2) if name == "parallel" else 1)
+                for group in groups or GROUPS:
+                    GROUPS[group](generator)
     finally:
         torch.set_num_threads(threads)
     return time.perf_counter() - start
 
 
-if __name__ == "__main__":  # pragma: no cover - the Makefile's set-up step
-    print(f"pointabstract kernels compiled and cached in {compile_kernels():.0f} s", file=sys.stderr)
+def _main(argv: list[str]) -> float:
+    """``GROUP`` or ``GROUP:PASS`` arguments (none: everything)."""
+    if not argv:
+        return compile_kernels()
+    seconds = 0.0
+    for arg in argv:
+        group, _, which = arg.partition(":")
+        seconds += compile_kernels([group], passes=(which,) if which else PASSES)
+    return seconds
+
+
+if __name__ == "__main__":  # pragma: no cover - the Makefile's set-up step (and bench gpu's, per group)
+    seconds = _main(sys.argv[1:])
+    print(f"pointabstract kernels compiled and cached in {seconds:.0f} s", file=sys.stderr)

@@ -1,0 +1,50 @@
+"""Neighbour attention on the device under test (CUDA; the CPU in ``bench gpu``'s dry run): the same
+outputs and weights as on the CPU, with and without padded neighbours, and (CUDA) one host
+synchronisation per call: the index check's single copy of (min, max)."""
+
+import warnings
+
+import pytest
+import torch
+
+from pointabstract.bench.gpu_tests import device_under_test
+from pointabstract.nn.attention import attend
+
+DEVICE = device_under_test()
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]
+
+
+def _inputs(pad: bool):
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 12, 2, 4, generator=g, dtype=torch.float64)
+    kv = torch.randn(2, 30, 16, generator=g, dtype=torch.float64)
+    idx = torch.randint(0, 30, (2, 12, 5), generator=g)
+    if pad:
+        idx[0, 3, 2:] = -1
+        idx[1, 7] = -1  # a query with only padding: zero output
+    return q, kv, idx
+
+
+@pytest.mark.parametrize("normalize", ["inputs", "centroids"])
+@pytest.mark.parametrize("pad", [False, True])
+def test_neighbour_attention_matches_cpu(pad, normalize):
+    q, kv, idx = _inputs(pad)
+    out_cpu, w_cpu = attend(q, kv, idx, normalize=normalize)
+    out_dev, w_dev = attend(q.to(DEVICE), kv.to(DEVICE), idx.to(DEVICE), normalize=normalize)
+    torch.testing.assert_close(out_dev.cpu(), out_cpu)
+    torch.testing.assert_close(w_dev.cpu(), w_cpu)
+
+
+@pytest.mark.skipif(DEVICE is None or DEVICE.type != "cuda", reason="counts CUDA synchronisations")
+def test_one_host_sync_per_call():
+    q, kv, idx = (t.to(DEVICE) for t in _inputs(False))
+    attend(q, kv, idx)  # warm-up: lazy CUDA initialisation is not the call's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            attend(q, kv, idx)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
+    assert len(syncs) == 1, [f"{w.filename}:{w.lineno}" for w in syncs]  # before: 3 (min, max, any padding)
