@@ -16,6 +16,7 @@ Any dataset root works: ``pointabstract data info /data/shapes`` (ROOT defaults 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections import Counter
@@ -252,14 +253,25 @@ def _synth(args: argparse.Namespace) -> int:
         raise ValueError(f"--no-{off[0]} applies to --level hard only (the easy set has no nuisances)")
     out = _SYNTH_OUT[args.level] if args.out is None else args.out
     kwargs = {"nuisances": Nuisances(**{name: False for name in off})} if args.level == "hard" else {}
-    result = generate(out, level=args.level, train_per_class=args.train_per_class,
-                      test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
-                      rotation=args.rotation, workers=args.workers, progress=True, overwrite=args.overwrite,
-                      **kwargs)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill: the staging folder goes too
+    try:
+        result = generate(out, level=args.level, train_per_class=args.train_per_class,
+                          test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
+                          rotation=args.rotation, workers=args.workers, progress=True,
+                          overwrite=args.overwrite, **kwargs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if result["replaced"]:
+        print(f"--overwrite: replaced the earlier synthetic set in {out} ({result['replaced']})")
     print(f"shapes per split: {result['counts']} in {result['seconds']:.1f} s")
     print(f"wrote the {args.level} synthetic dataset to {out}; inspect it with: "
           f"pointabstract data info {out}")
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    """SIGTERM during ``data synth``: raised as KeyboardInterrupt, so the staging folder is removed."""
+    raise KeyboardInterrupt
 
 
 def _off_caches(folder: Path, split: str) -> str:
