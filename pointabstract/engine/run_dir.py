@@ -19,7 +19,13 @@ from .checkpoint import atomic_save, load_checkpoint
 from .config import RunConfig, to_flat
 from .plots import plot_curves
 from .report import write_report
-from .run_manifest import RUN_MANIFEST, foreign_run_files, read_run_manifest, record_run_files, remove_run_files
+from .run_manifest import (
+    RUN_MANIFEST,
+    foreign_run_files,
+    read_run_manifest,
+    record_run_files,
+    remove_run_files,
+)
 
 __all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunLog", "check_writable_file",
            "claim_run_folder", "config_changes", "prepare_out_dir", "record_config_changes",
@@ -34,7 +40,8 @@ FREE_TO_CHANGE = frozenset({"optim.epochs", "optim.max_steps", "device", "data.w
 # what `train` writes into a run folder (the last three are the tasks' report figures): a new run
 # replaces exactly these, nothing else, and those no run of its own wrote only with `--overwrite`
 RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "metrics.json", "report.md", "curves.png", "config.yaml",
-             "config_changes.yaml", "split.json", "tb", "confusion.png", "part_iou.png", "reconstructions.png")
+             "config_changes.yaml", "split.json", "tb", "confusion.png", "part_iou.png",
+             "reconstructions.png")
 
 _TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # atomic_save's ".<name>.tmp-<pid>"
 
@@ -147,9 +154,9 @@ def _claim_without_run(out: Path, foreign: list[str], *, overwrite: bool) -> lis
     if foreign and not overwrite:
         preset = (" (if config.yaml is the preset you are training, keep it outside log.out_dir: train "
                   "writes its resolved config there)" if "config.yaml" in foreign else "")
-        raise FileExistsError(f"log.out_dir {out} holds {', '.join(foreign)}, which train writes but no run of "
-                              f"its own wrote there{preset}: refused, nothing is touched; train into another "
-                              "log.out_dir, move them away, or pass --overwrite to replace them")
+        raise FileExistsError(f"log.out_dir {out} holds {', '.join(foreign)}, which train writes but no run "
+                              f"of its own wrote there{preset}: refused, nothing is touched; train into "
+                              "another log.out_dir, move them away, or pass --overwrite to replace them")
     if foreign:
         print(f"--overwrite: replaced in {out}: {', '.join(foreign)} (not written by train)", flush=True)
     own = read_run_manifest(out) or set()

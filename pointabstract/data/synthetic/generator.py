@@ -259,7 +259,8 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
     start = time.perf_counter()
     root = Path(out)
     needed = expected_bytes((train_per_class + test_per_class) * len(classes), num_points)
-    replaced = describe_set(root) if claim_output(root, overwrite=overwrite, needed=needed) == "replace" else None
+    replacing = claim_output(root, overwrite=overwrite, needed=needed) == "replace"
+    replaced = describe_set(root) if replacing else None
     options = {"tool": "pointabstract data synth", "level": level, "seed": seed, "num_points": num_points,
                "train_per_class": train_per_class, "test_per_class": test_per_class,
                "val_fraction": val_fraction, "rotation": rotation, "nuisances": dataclasses.asdict(nuisances)}

@@ -161,9 +161,9 @@ def _check_free_space(root: Path, needed: int) -> None:
         place = place.parent
     free = shutil.disk_usage(place).free
     if free < needed:
-        raise _no_space(f"--out {root}: the set needs about {_mb(needed)} and {place} has "
-                                    f"{_mb(free)} free: free some space, make a smaller set (--train-per-class, "
-                                    "--test-per-class, --num-points) or give another --out; nothing was written")
+        raise _no_space(f"--out {root}: the set needs about {_mb(needed)} and {place} has {_mb(free)} free: "
+                        "free some space, make a smaller set (--train-per-class, --test-per-class, "
+                        "--num-points) or give another --out; nothing was written")
 
 
 def write_h5(path: str | Path, **arrays) -> None:

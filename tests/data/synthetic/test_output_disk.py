@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 
 from pointabstract.cli import main
-from pointabstract.data.synthetic import generate
+from pointabstract.data.synthetic import generate, output
 from pointabstract.data.synthetic import generator as generator_module
-from pointabstract.data.synthetic import output
 from pointabstract.data.synthetic.output import expected_bytes, is_complete, write_h5
 
 ROOT = Path(__file__).resolve().parents[3]
