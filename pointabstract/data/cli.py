@@ -158,8 +158,8 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
 
 def _folder(root: Path, check: bool, lines: list[str], problems: list[str]) -> bool:
     """A folder of the user's own shapes (``data.dataset=folder``), when ROOT has class folders
-    of shape files; counts per split and class with the split training would use (seed 0,
-    data.test_fraction 0.2 unless a run wrote another split.json)."""
+    of shape files; counts per split and class with the split a new run would make (seed 0,
+    data.test_fraction 0.2; each run records its own in its split.json)."""
     from .datasets.folder import describe_folder, folder_hint
 
     if not folder_hint(root):
@@ -172,11 +172,9 @@ def _folder(root: Path, check: bool, lines: list[str], problems: list[str]) -> b
     lines.append(f"Your own shapes (data.dataset=folder), layout {info['layout']!r}, in {root}: "
                  f"{len(info['classes'])} classes")
     if info["layout"] == "seeded split":
-        saved = info["saved_split"]
         lines.append("  split: seeded and stratified per class; shown for seed 0, data.test_fraction 0.2; "
-                     f"written to {info['split_file']} by training"
-                     + (f" (last written: seed {saved['seed']}, test_fraction {saved['test_fraction']})"
-                        if saved else ""))
+                     "a run records the split it trains on in <log.out_dir>/split.json, and eval and "
+                     "--resume reuse it")
     for split in ("train", "test"):
         counts = info["counts"][split]
         lines.append(f"  {split}: {sum(counts.values())} files")
