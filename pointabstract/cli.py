@@ -50,8 +50,10 @@ def _train(args: argparse.Namespace) -> int:
             raise
         rank = int(os.environ.get("RANK", "0"))
         kept = _interrupted(args, cfg.log.out_dir, False).split(": ", 1)[1] if rank == 0 else ""
+        kept = f"; {kept}" if kept else ""
         print(f"error: process {rank} stopped because another training process failed or was killed (its "
-              f"error is above){'; ' + kept if kept else ''}", file=sys.stderr, flush=True)
+              f"error, if it could print one, is above, or in its own node's output){kept}", file=sys.stderr,
+              flush=True)
         return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
