@@ -251,6 +251,8 @@ def _synth(args: argparse.Namespace) -> int:
         raise ValueError(f"--no-{off[0]} applies to --level hard only (the easy set has no nuisances)")
     out = _SYNTH_OUT[args.level] if args.out is None else args.out
     kwargs = {"nuisances": Nuisances(**{name: False for name in off})} if args.level == "hard" else {}
+    import trimesh.creation  # noqa: F401  (its own imports catch BaseException: an interrupt there is lost)
+
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill: the staging folder goes too
     try:
         result = generate(out, level=args.level, train_per_class=args.train_per_class,

@@ -3,10 +3,13 @@ while writing anyway is one error line, and the staging folder is removed (also 
 
 What is simulated: the free space (``shutil.disk_usage`` patched) for the check before any work,
 and the kernel's ENOSPC for a disk that fills mid-set (one HDF5 file of the set written to
-``/dev/full``, whose every write fails with ENOSPC, through the real writer).
+``/dev/full``, whose every write fails with ENOSPC, through the real writer). Where this runs as
+root and may mount a tmpfs, a real small file system checks both (another process's file filling
+it while the set is written).
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,6 +87,32 @@ def test_a_disk_that_fills_while_writing_is_one_line_and_leaves_the_previous_set
     assert f"the partial set was removed and {root} is as it was" in err
     assert _snapshot(root) == before and is_complete(root)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]  # no staging folder left
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/bin/mount").exists(), reason="needs root to mount a tmpfs")
+def test_a_really_full_disk(tmp_path, monkeypatch):
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.system(f"mount -t tmpfs -o size=1m tmpfs {small} 2>/dev/null") != 0:
+        pytest.skip("mounting a tmpfs is not allowed here")
+    try:
+        with pytest.raises(OSError, match=r"--out .*small/big: the set needs about 3\.4 MB and .*small has 1\.0 MB "
+                                          r"free: free some space"):
+            generate(small / "big", train_per_class=2, test_per_class=1, num_points=1024, progress=False, workers=1)
+        assert list(small.iterdir()) == []
+        real = generator_module._write_h5
+
+        def and_another_process(path, **arrays):  # fills the disk once the free space was checked
+            if not (small / "other.bin").exists():  # leaves one page free
+                (small / "other.bin").write_bytes(b"x" * (shutil.disk_usage(small).free - 4096))
+            real(path, **arrays)
+
+        monkeypatch.setattr(generator_module, "_write_h5", and_another_process)
+        with pytest.raises(OSError, match=r"no space left on the device of --out .*small/s while writing the set"):
+            generate(small / "s", **TINY)
+        assert [p.name for p in small.iterdir()] == ["other.bin"]  # the staging folder removed
+    finally:
+        os.system(f"umount {small}")
 
 
 @pytest.mark.slow  # a CLI process generating for a few seconds
