@@ -97,6 +97,7 @@ def test_two_nodes_train_like_one_process(task, tiny_data, synthetic, tmp_path):
     matrices = [key for key, value in w1.items() if key.endswith("weight") and value.dim() >= 2]
     assert len(matrices) >= 4
     worst = max((float((w1[key] - w2[key]).abs().max()), key) for key in matrices)
+    print(f"{task}: largest weight-matrix difference {worst[0]:.1e} ({worst[1]})")  # shown with pytest -s
     assert worst[0] <= WEIGHTS, worst
 
 
@@ -136,6 +137,7 @@ def test_a_node_that_dies_ends_the_other_within_seconds(dies, tiny_overrides, tm
         for node in nodes:
             for pid in [*_children(node.pid), node.pid] if node.poll() is None else []:
                 os.kill(pid, signal.SIGKILL)
+    print(f"the node of {dies} died: the other ended {took:.1f} s later")  # shown with pytest -s
     err = (logs[1 - dead] / "err").read_text()
     ours = [line for line in err.splitlines() if line.startswith(("error: ", "interrupted: ", "terminated "))]
     rank = 1 if dies == "rank 0" else 0
