@@ -128,10 +128,12 @@ def describe_set(root: str | Path) -> str:
     count = len(_files(root)) if root.is_dir() else 0
     if manifest is None:
         return f"written before manifests, {count} files"
-    shapes = manifest.get("train_per_class", 0), manifest.get("test_per_class", 0)
-    classes = 16 if manifest.get("level") == "easy" else 40
-    return (f"level {manifest.get('level')}, seed {manifest.get('seed')}, "
-            f"{(shapes[0] + shapes[1]) * classes} shapes, {count} files")
+    from .generator import LEVELS, level_classes
+
+    level = manifest.get("level")
+    per_class = manifest.get("train_per_class", 0) + manifest.get("test_per_class", 0)
+    shapes = f"{per_class * len(level_classes(level))} shapes, " if level in LEVELS else ""
+    return f"level {level}, seed {manifest.get('seed')}, {shapes}{count} files"
 
 
 def expected_bytes(shapes: int, num_points: int) -> int:
