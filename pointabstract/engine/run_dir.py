@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import socket
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from .run_manifest import (
 )
 
 __all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunLog", "check_writable_file",
-           "claim_run_folder", "config_changes", "prepare_out_dir", "record_config_changes", "record_split",
+           "claim_run_folder", "config_changes", "prepare_out_dir", "record_config_changes",
            "remove_stale_temporaries"]
 
 # keys that may differ on --resume without changing what is trained: how long, where it runs,
@@ -164,30 +163,6 @@ def _claim_without_run(out: Path, foreign: list[str], *, overwrite: bool) -> lis
     removed = remove_run_files(out, [name for name in RUN_FILES if name in own or name in foreign])
     (out / RUN_MANIFEST).unlink(missing_ok=True)
     return removed
-
-
-def record_split(out: str | Path, dataset, *, resumed: bool) -> None:
-    """Keep the split a run trains on: write ``dataset.split_record`` (a dataset that makes its
-    split from the files found, ``data.dataset=folder``) to ``out/split.json`` when the folder has
-    none, or say in one line how many files found now the recorded split leaves out (rank 0).
-    Datasets with fixed splits (ModelNet, ShapeNet) have no record: nothing is written."""
-    record, path = getattr(dataset, "split_record", None), Path(out) / "split.json"
-    if record is None:
-        return
-    new = getattr(dataset, "new_files", [])
-    if new:
-        print(f"note: {len(new)} shape file(s) under {dataset.root} are not in the split this run trained "
-              f"on ({path}): left out of train and test (train a new run to use them)", file=sys.stderr,
-              flush=True)
-    if path.is_file():
-        return
-    if resumed:
-        print(f"note: {out} held no split.json (a run of an earlier version): the split made now from the "
-              f"files under {dataset.root} is recorded there and kept", file=sys.stderr, flush=True)
-    record_run_files(out, ["split.json"])
-    tmp = path.with_name(f".split.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=1))
-    os.replace(tmp, path)
 
 
 class RunFolderBusyError(OSError):

@@ -28,9 +28,9 @@ from .run_dir import (
     claim_run_folder,
     config_changes,
     prepare_out_dir,
-    record_split,
     remove_stale_temporaries,
 )
+from .run_manifest import record_split
 from .sampler import ShardSampler, make_loader
 from .schedule import build_optimizer, replay_schedule, run_epochs, schedule_length
 from .sync_bn import convert_sync_batchnorm
