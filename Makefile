@@ -64,8 +64,10 @@ demo: setup demo-data
 	echo "make demo: $$(( $$(date +%s) - start )) s after set-up; reports under runs/demo/; open in a browser:" && \
 	ls runs/demo/eval_last/viewer.html runs/demo/*/eval_last/viewer.html
 
-# a complete generated set carries its manifest (written last, the set swapped in whole); an
-# earlier set of its own is replaced, anything else in $(SYNTH) is refused, never overwritten
+# a complete generated set carries its manifest (written last, the set swapped in whole); without
+# it, --overwrite replaces only a set that proves it is data synth's own (an earlier version's
+# default set, its first shape redrawn bit for bit) and says so; anything else in $(SYNTH), such
+# as a dataset of yours with the same file and class names, is refused and never touched
 demo-data: setup
 	@test -f $(SYNTH)/.pointabstract-synth.json || $(CLI) data synth --out $(SYNTH) --overwrite
 

@@ -41,6 +41,7 @@ def _train(args: argparse.Namespace) -> int:
         metrics = train(cfg, resume=args.resume, allow_config_change=args.allow_config_change,
                         overwrite=args.overwrite)
     except KeyboardInterrupt as err:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the line below short
         if int(os.environ.get("RANK", "0")) == 0:
             said = _interrupted(args, cfg.log.out_dir, isinstance(err, Terminated))
             print(said, file=sys.stderr, flush=True)
@@ -48,10 +49,14 @@ def _train(args: argparse.Namespace) -> int:
     except RuntimeError as err:
         if not _peer_failed(err):
             raise
+        # torchrun ends the other processes with SIGTERM: one arriving now must not cut this line short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         rank = int(os.environ.get("RANK", "0"))
         kept = _interrupted(args, cfg.log.out_dir, False).split(": ", 1)[1] if rank == 0 else ""
+        kept = f"; {kept}" if kept else ""
         print(f"error: process {rank} stopped because another training process failed or was killed (its "
-              f"error is above){'; ' + kept if kept else ''}", file=sys.stderr, flush=True)
+              f"error, if it could print one, is above, or in its own node's output){kept}", file=sys.stderr,
+              flush=True)
         return 2
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -409,3 +409,32 @@ def test_eval_figures_without_open3d_are_one_line_in_the_report(tmp_path, capsys
     assert capsys.readouterr().out == f"warning: no capsule figure ({said})\n"
     with pytest.raises(ModuleNotFoundError, match="yaml"):
         _render_section("capsule figure", needs("yaml"), None, tmp_path)
+
+
+@pytest.mark.parametrize("failure", ["peer gone", "interrupted"])
+def test_torchrun_s_sigterm_never_cuts_the_one_line_short(tmp_path, monkeypatch, capsys, failure):
+    # torchrun SIGTERMs the other processes when one fails; one arriving while a process writes its
+    # own line (here: while it looks up its last checkpoint) made it print a bare "interrupted" instead
+    import pointabstract.engine as engine
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+
+    def failing(cfg, **kwargs):
+        if failure == "peer gone":
+            raise RuntimeError("[/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:1234")
+        raise KeyboardInterrupt
+
+    def load_checkpoint(path):  # the second SIGTERM arrives here
+        os.kill(os.getpid(), signal.SIGTERM)
+        return {"epoch": 1}
+
+    monkeypatch.setattr(engine, "train", failing)
+    monkeypatch.setattr(engine, "load_checkpoint", load_checkpoint)
+    code = main(["train", "demo", f"log.out_dir={tmp_path / 'run'}"])
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    if failure == "peer gone":
+        assert code == 2 and lines[0].startswith("error: process 0 stopped because another training process")
+    else:
+        assert code == 130 and lines[0].startswith(f"interrupted: {tmp_path / 'run' / 'last.pt'} (epoch 1) is kept")

@@ -13,6 +13,7 @@ Sections: ops, models, transforms and loaders, files and checkpoints, configs, c
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,6 +88,31 @@ def _checkpoint(path, **extra):
 def _run_folder(t):
     _checkpoint(t / "run" / "last.pt")
     return t / "run"
+
+
+def _users_named_like_ours(t):
+    """A user's classification set with the file names and the 16 class names of data synth's."""
+    from pointabstract.data.synthetic import CLASS_NAMES
+    from tests.fixtures import write_modelnet_hdf5
+
+    rng = np.random.default_rng(0)
+    splits = {s: (rng.random((16, 32, 3)), np.arange(16)) for s in ("train", "test")}
+    return write_modelnet_hdf5(t / "mine", list(CLASS_NAMES), splits).parent
+
+
+def _folder_with_split(t, *, gone=True):
+    """A folder of shapes whose run recorded its split in ``t/split.json``, then (``gone``) lost
+    one of the recorded files."""
+    import json
+
+    from tests.fixtures import write_shapes
+
+    root = write_shapes(t / "mine", per_class=2)
+    made = data.ShapeFolder(root, "train", num_points=8, progress=False)
+    (t / "split.json").write_text(json.dumps(made.split_record))
+    if gone:
+        Path(made.sources[0]).unlink()
+    return root
 
 
 def _part_batch(n_part=64, category=(0, 0), part=0):
@@ -614,6 +640,27 @@ ROWS = [
      lambda t: (t / "x.html").write_text("<html></html>") and
      __import__("pointabstract.viz.core.html", fromlist=["x"]).read_page_data(t / "x.html"),
      ValueError, r"x.html: no pointabstract viewer data \(no script #pa-data\) in this file"),
+    # --- what a command did not write, a full disk, a recorded split (issue 38 items 1, 2, 5, 6) ----
+    ("data synth --overwrite: a user's set with our file names and class list",
+     lambda t: __import__("pointabstract.data.synthetic.output", fromlist=["x"]).claim_output(
+         _users_named_like_ours(t), overwrite=True), FileExistsError,
+     r"holds 3 file\(s\) that data synth did not write .*refused, nothing there is touched \(a set without data "
+     r"synth's manifest counts as its own only when its first shape is the one this version draws with seed 0"),
+    ("data synth: a set larger than the free space",
+     lambda t: __import__("pointabstract.data.synthetic.output", fromlist=["x"]).claim_output(t / "s", needed=10**18),
+     OSError, r"--out .*s: the set needs about 1000000000\.0 GB and .* free: free some space, make a smaller set"),
+    ("train: log.out_dir holding a config.yaml no run wrote",
+     lambda t: claim_run_folder(_write(t / "config.yaml", "model: demo\n").parent), FileExistsError,
+     r"log.out_dir .* holds config.yaml, which train writes but no run of its own wrote there \(if config.yaml is "
+     r"the preset you are training, keep it outside log.out_dir"),
+    ("folder dataset: a file of the recorded split is gone",
+     lambda t: data.ShapeFolder(_folder_with_split(t), "test", num_points=8, split_file=t / "split.json"),
+     ValueError, r"split.json: the (train|test) file '.*' of the run's split is no longer under .*mine: the run's "
+                 r"split cannot be reused exactly"),
+    ("folder dataset: a split.json that is no split record",
+     lambda t: data.ShapeFolder(_folder_with_split(t, gone=False), "test", num_points=8,
+                                split_file=_write(t / "other.json", "[]")),
+     ValueError, r"other.json: not a split recorded by a run \(it needs 'classes', 'train' and 'test' lists"),
 ]
 
 CLI_ROWS = [

@@ -16,6 +16,7 @@ Any dataset root works: ``pointabstract data info /data/shapes`` (ROOT defaults 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections import Counter
@@ -157,8 +158,8 @@ def _shapenet(root: Path, check: bool, progress: bool, lines: list[str], problem
 
 def _folder(root: Path, check: bool, lines: list[str], problems: list[str]) -> bool:
     """A folder of the user's own shapes (``data.dataset=folder``), when ROOT has class folders
-    of shape files; counts per split and class with the split training would use (seed 0,
-    data.test_fraction 0.2 unless a run wrote another split.json)."""
+    of shape files; counts per split and class with the split a new run would make (seed 0,
+    data.test_fraction 0.2; each run records its own in its split.json)."""
     from .datasets.folder import describe_folder, folder_hint
 
     if not folder_hint(root):
@@ -171,11 +172,9 @@ def _folder(root: Path, check: bool, lines: list[str], problems: list[str]) -> b
     lines.append(f"Your own shapes (data.dataset=folder), layout {info['layout']!r}, in {root}: "
                  f"{len(info['classes'])} classes")
     if info["layout"] == "seeded split":
-        saved = info["saved_split"]
         lines.append("  split: seeded and stratified per class; shown for seed 0, data.test_fraction 0.2; "
-                     f"written to {info['split_file']} by training"
-                     + (f" (last written: seed {saved['seed']}, test_fraction {saved['test_fraction']})"
-                        if saved else ""))
+                     "a run records the split it trains on in <log.out_dir>/split.json, and eval and "
+                     "--resume reuse it")
     for split in ("train", "test"):
         counts = info["counts"][split]
         lines.append(f"  {split}: {sum(counts.values())} files")
@@ -252,14 +251,27 @@ def _synth(args: argparse.Namespace) -> int:
         raise ValueError(f"--no-{off[0]} applies to --level hard only (the easy set has no nuisances)")
     out = _SYNTH_OUT[args.level] if args.out is None else args.out
     kwargs = {"nuisances": Nuisances(**{name: False for name in off})} if args.level == "hard" else {}
-    result = generate(out, level=args.level, train_per_class=args.train_per_class,
-                      test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
-                      rotation=args.rotation, workers=args.workers, progress=True, overwrite=args.overwrite,
-                      **kwargs)
+    import trimesh.creation  # noqa: F401  (its own imports catch BaseException: an interrupt there is lost)
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill: the staging folder goes too
+    try:
+        result = generate(out, level=args.level, train_per_class=args.train_per_class,
+                          test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
+                          rotation=args.rotation, workers=args.workers, progress=True,
+                          overwrite=args.overwrite, **kwargs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if result["replaced"]:
+        print(f"--overwrite: replaced the earlier synthetic set in {out} ({result['replaced']})")
     print(f"shapes per split: {result['counts']} in {result['seconds']:.1f} s")
     print(f"wrote the {args.level} synthetic dataset to {out}; inspect it with: "
           f"pointabstract data info {out}")
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    """SIGTERM during ``data synth``: raised as KeyboardInterrupt, so the staging folder is removed."""
+    raise KeyboardInterrupt
 
 
 def _off_caches(folder: Path, split: str) -> str:

@@ -72,13 +72,30 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
         options = {f"task.{key}": value for key, value in (options or {}).items()}
         cfg = load_config(None, {**flat, **(overrides or {}), **options})
     task = build_task(cfg)
+    recorded = Path(path).parent / "split.json"  # the split the run trained on (data.dataset=folder)
+    task.split_file = recorded if recorded.is_file() else None
     dataset = task.dataset(split, train=False)
+    _split_notes(dataset, recorded, path, split, cfg.seed)
     state = ckpt.get("task_state", {"class_names": ckpt["class_names"]} if "class_names" in ckpt else {})
     task.check_restore(state, str(path))
     model = build_model(cfg.model, **{**cfg.model_args, **task.model_args()})
     load_weights(model, ckpt["model"], f"{path} does not fit a '{cfg.model}' model built from its own "
                                        "config (written by another version of the code?)")
     return Restored(model.to(dev).eval(), task, cfg, dataset, ckpt, Path(path), split, dev)
+
+
+def _split_notes(dataset, recorded: Path, path, split: str, seed: int) -> None:
+    """One line on stderr when the ``split`` of a run's files is not exactly the recorded one:
+    files added since training (left out), or no record at all (a run of an earlier version)."""
+    if getattr(dataset, "split_record", None) is None:  # a dataset with fixed splits
+        return
+    if dataset.split_file is None:
+        print(f"note: {recorded.parent} holds no split.json (a run of an earlier version): its {split} files "
+              f"were split again by seed {seed}; files added since training may be among them",
+              file=sys.stderr)
+    elif dataset.new_files:
+        print(f"note: {len(dataset.new_files)} shape file(s) under {dataset.root} are not in the split "
+              f"{path} was trained on ({recorded}): left out of its {split} set", file=sys.stderr)
 
 
 def trained_data_root(ckpt: dict, path: str | Path) -> str:

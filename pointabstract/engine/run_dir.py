@@ -19,6 +19,13 @@ from .checkpoint import atomic_save, load_checkpoint
 from .config import RunConfig, to_flat
 from .plots import plot_curves
 from .report import write_report
+from .run_manifest import (
+    RUN_MANIFEST,
+    foreign_run_files,
+    read_run_manifest,
+    record_run_files,
+    remove_run_files,
+)
 
 __all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunLog", "check_writable_file",
            "claim_run_folder", "config_changes", "prepare_out_dir", "record_config_changes",
@@ -30,10 +37,11 @@ FREE_TO_CHANGE = frozenset({"optim.epochs", "optim.max_steps", "device", "data.w
                             "data.eval_batch_size",
                             "log.out_dir", "log.progress", "log.tensorboard", "log.eval_every"})
 
-# what `train` writes into a run folder (the last three are the tasks' report figures):
-# `--overwrite` removes exactly these, nothing else
+# what `train` writes into a run folder (the last three are the tasks' report figures): a new run
+# replaces exactly these, nothing else, and those no run of its own wrote only with `--overwrite`
 RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "metrics.json", "report.md", "curves.png", "config.yaml",
-             "config_changes.yaml", "tb", "confusion.png", "part_iou.png", "reconstructions.png")
+             "config_changes.yaml", "split.json", "tb", "confusion.png", "part_iou.png",
+             "reconstructions.png")
 
 _TEMPORARY = re.compile(r"^\..+\.tmp-(\d+)$")  # atomic_save's ".<name>.tmp-<pid>"
 
@@ -109,30 +117,51 @@ def _describe_checkpoint(path: Path) -> str:
 
 
 def claim_run_folder(out: str | Path, *, overwrite: bool = False) -> list[str]:
-    """Check that a new run may be trained into ``out``: a folder holding a checkpoint holds a
-    run, which is never replaced by mistake.
+    """Check that a new run may be trained into ``out``: nothing there is replaced by mistake.
 
-    Without ``overwrite`` such a folder is refused; with it, the files of :data:`RUN_FILES` are
-    removed (and nothing else: an ``eval_*`` report folder stays). Returns what was removed.
+    A folder holding a checkpoint holds a run: refused without ``overwrite``; with it, the files of
+    :data:`RUN_FILES` are removed (and nothing else: an ``eval_*`` report folder stays). In a
+    folder without a checkpoint, a file of a :data:`RUN_FILES` name that no run of its own wrote
+    (not in its manifest, :mod:`.run_manifest`: e.g. the preset being trained saved as
+    ``config.yaml``) is refused without ``overwrite`` and removed, named, with it; what an earlier
+    run of its own left there is removed. Returns what was removed.
 
     Raises:
-        FileExistsError: ``out`` holds ``last.pt`` or ``best.pt`` and ``overwrite`` is False.
+        FileExistsError: ``out`` holds ``last.pt`` or ``best.pt``, or a file of a run's name that
+            no run wrote, and ``overwrite`` is False.
     """
     out = Path(out)
     checkpoints = [out / name for name in ("last.pt", "best.pt") if (out / name).is_file()]
+    foreign = foreign_run_files(out, RUN_FILES)
     if not checkpoints:
-        return []
+        return _claim_without_run(out, foreign, overwrite=overwrite)
     held = _describe_checkpoint(checkpoints[0])
     if not overwrite:
         raise FileExistsError(f"log.out_dir {out} already holds a run ({held}); continue it with --resume, "
                               "train into another log.out_dir, or pass --overwrite to replace it")
-    removed = [name for name in RUN_FILES if (out / name).exists()]
-    for name in removed:
-        target = out / name
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    manifest = read_run_manifest(out) is not None
+    removed = remove_run_files(out, RUN_FILES)
+    (out / RUN_MANIFEST).unlink(missing_ok=True)
     kept = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir() if not p.name.startswith("."))
-    print(f"--overwrite: replaced the run in {out}: {held}; removed {', '.join(removed)}"
+    shown = [name + (" (not written by train)" if manifest and name in foreign else "") for name in removed]
+    print(f"--overwrite: replaced the run in {out}: {held}; removed {', '.join(shown)}"
           + (f"; kept {', '.join(kept)}" if kept else ""), flush=True)
+    return removed
+
+
+def _claim_without_run(out: Path, foreign: list[str], *, overwrite: bool) -> list[str]:
+    """:func:`claim_run_folder` for a folder without a checkpoint."""
+    if foreign and not overwrite:
+        preset = (" (if config.yaml is the preset you are training, keep it outside log.out_dir: train "
+                  "writes its resolved config there)" if "config.yaml" in foreign else "")
+        raise FileExistsError(f"log.out_dir {out} holds {', '.join(foreign)}, which train writes but no run "
+                              f"of its own wrote there{preset}: refused, nothing is touched; train into "
+                              "another log.out_dir, move them away, or pass --overwrite to replace them")
+    if foreign:
+        print(f"--overwrite: replaced in {out}: {', '.join(foreign)} (not written by train)", flush=True)
+    own = read_run_manifest(out) or set()
+    removed = remove_run_files(out, [name for name in RUN_FILES if name in own or name in foreign])
+    (out / RUN_MANIFEST).unlink(missing_ok=True)
     return removed
 
 
@@ -216,6 +245,8 @@ class RunLog:
                  epochs: int | None = None):
         self.out, self.cfg = out, cfg
         self.epochs = cfg.optim.epochs if epochs is None else epochs  # this run's length
+        record_run_files(out, ["config.yaml", "metrics.jsonl", *(["tb"] if cfg.log.tensorboard else []),
+                               *(["config_changes.yaml"] if changes else [])])  # before writing them
         if changes:
             record_config_changes(out, changes, epoch=start)
         (out / "config.yaml").write_text(yaml.safe_dump(to_flat(cfg), sort_keys=True))
@@ -249,6 +280,7 @@ class RunLog:
                 if key != "epoch" and isinstance(value, (int, float)):
                     self.tb.add_scalar(key, value, row["epoch"])
             self.tb.flush()
+        record_run_files(self.out, ["last.pt", "best.pt"])
         atomic_save(state, self.out / "last.pt")
         if is_best:
             atomic_save(state, self.out / "best.pt")
@@ -262,6 +294,9 @@ class RunLog:
         """curves.png, then report.md and (last) metrics.json of the last evaluation."""
         if self.tb is not None:
             self.tb.close()
+        # the report and the task's figures: every RUN_FILES name is this run's now (a new run
+        # removed or was refused any other; a resumed one holds a run)
+        record_run_files(self.out, RUN_FILES)
         plot_curves(self.jsonl, self.out / "curves.png", panels=task.curves())
         if metrics:
             record = {**metrics, "model": self.cfg.model, "task": self.cfg.task, "epoch": epoch,

@@ -30,6 +30,7 @@ from .run_dir import (
     prepare_out_dir,
     remove_stale_temporaries,
 )
+from .run_manifest import record_split
 from .sampler import ShardSampler, make_loader
 from .schedule import build_optimizer, replay_schedule, run_epochs, schedule_length
 from .sync_bn import convert_sync_batchnorm
@@ -209,7 +210,10 @@ def _train(cfg: RunConfig, ctx: DistContext, *, resume: bool, max_epochs: int | 
     if not resume:
         claim_for_rank(out, overwrite=overwrite, is_main=ctx.is_main)
     ckpt, changes = _resume_from(cfg, out, allow_config_change) if resume else (None, {})
-    run = _start_run(cfg, ctx)
+    recorded = out / "split.json"  # the split a resumed run trained on (data.dataset=folder)
+    run = _start_run(cfg, ctx, split_file=recorded if resume and recorded.is_file() else None)
+    if ctx.is_main:
+        record_split(out, run.train_ds, resumed=resume)
     if ckpt is not None:
         _restore_run(run, ckpt, changes)
     if ctx.is_main:
@@ -227,11 +231,13 @@ def _train(cfg: RunConfig, ctx: DistContext, *, resume: bool, max_epochs: int | 
     return run.metrics
 
 
-def _start_run(cfg: RunConfig, ctx: DistContext) -> Run:
-    """Seed, then build the task, its data, the model, the loaders and the optimizer, always in
-    this order (a resumed run draws what the uninterrupted one drew before its RNG is restored)."""
+def _start_run(cfg: RunConfig, ctx: DistContext, *, split_file: Path | None = None) -> Run:
+    """Seed, then build the task, its data (on the recorded ``split_file`` when given), the model,
+    the loaders and the optimizer, always in this order (a resumed run draws what the
+    uninterrupted one drew before its RNG is restored)."""
     _seed_everything(cfg.seed)
     task = build_task(cfg)
+    task.split_file = split_file
     train_ds, test_ds = task.dataset("train", train=True), task.dataset("test", train=False)
     check_before_training(cfg, task, train_ds, test_ds, world_size=ctx.world_size)  # data, batches of one
     model, core = _build_model(cfg, ctx, task)

@@ -100,7 +100,8 @@ def _fake_synthetic(monkeypatch):
     calls = []
     fake = types.ModuleType("pointabstract.data.synthetic")
     fake.Nuisances = Nuisances
-    fake.generate = lambda out, **kwargs: calls.append((out, kwargs)) or {"counts": {"train": 1}, "seconds": 0.5}
+    fake.generate = lambda out, **kwargs: calls.append((out, kwargs)) or {"counts": {"train": 1}, "seconds": 0.5,
+                                                                           "replaced": None}
     monkeypatch.setitem(sys.modules, "pointabstract.data.synthetic", fake)
     return calls
 

@@ -139,3 +139,72 @@ def test_overwrite_under_several_processes_is_rank_zero_s_alone(tmp_path):
     assert (tmp_path / "last.pt").is_file() and (tmp_path / "metrics.json").is_file()
     claim_for_rank(tmp_path, overwrite=True, is_main=True)  # rank 0 removes the old run
     assert not (tmp_path / "last.pt").exists() and not (tmp_path / "metrics.json").exists()
+
+
+def _preset_in_its_out_dir(tiny_overrides, folder):
+    """A preset the user wrote by hand, saved as config.yaml in the folder it trains into, beside
+    notes of theirs called report.md and metrics.json (no checkpoint: nothing was trained there)."""
+    import yaml
+
+    from pointabstract.engine import load_config
+    from pointabstract.engine.config import to_flat
+
+    folder.mkdir(parents=True)
+    flat = to_flat(load_config(None, [*tiny_overrides, "optim.epochs=1", f"log.out_dir={folder}"]))
+    (folder / "config.yaml").write_text("# my preset, with my comments\n" + yaml.safe_dump(flat))
+    (folder / "report.md").write_text("# my notes\n")
+    (folder / "metrics.json").write_text('{"mine": 1}\n')
+    return {name: (folder / name).read_bytes() for name in ("config.yaml", "report.md", "metrics.json")}
+
+
+def test_train_never_replaces_files_it_did_not_write(tiny_overrides, tmp_path, capsys):
+    # issue 38: without a checkpoint in log.out_dir, train replaced config.yaml (here the preset being
+    # trained), report.md and metrics.json without a word
+    from pointabstract.cli import main
+
+    folder = tmp_path / "exp"
+    before = _preset_in_its_out_dir(tiny_overrides, folder)
+    assert main(["train", str(folder / "config.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: log.out_dir {folder} holds metrics.json, report.md, config.yaml, which train writes "
+                   "but no run of its own wrote there (if config.yaml is the preset you are training, keep it "
+                   "outside log.out_dir: train writes its resolved config there): refused, nothing is touched; "
+                   "train into another log.out_dir, move them away, or pass --overwrite to replace them\n")
+    assert {name: (folder / name).read_bytes() for name in before} == before
+    assert sorted(p.name for p in folder.iterdir()) == ["config.yaml", "metrics.json", "report.md"]
+    assert main(["train", str(folder / "config.yaml"), "--overwrite"]) == 0
+    said = capsys.readouterr().out
+    assert f"--overwrite: replaced in {folder}: metrics.json, report.md, config.yaml (not written by train)" in said
+    assert (folder / "last.pt").is_file() and (folder / "config.yaml").read_bytes() != before["config.yaml"]
+
+
+def test_a_run_of_its_own_without_a_checkpoint_is_replaced_quietly(tiny_overrides, tmp_path, capsys):
+    from pointabstract.engine import load_config, train
+    from pointabstract.engine.run_dir import RUN_FILES
+    from pointabstract.engine.run_manifest import read_run_manifest, record_run_files
+
+    out = tmp_path / "run"
+    out.mkdir()
+    record_run_files(out, ["config.yaml", "metrics.jsonl", "tb"])  # a run killed in its first epoch
+    for name in ("config.yaml", "metrics.jsonl"):
+        (out / name).write_text("left by the killed run\n")
+    (out / "tb").mkdir()
+    (out / "tb" / "events.old").write_text("x")
+    (out / "notes.txt").write_text("mine")
+    train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
+    assert "--overwrite" not in capsys.readouterr().out
+    assert not (out / "tb" / "events.old").exists() and (out / "notes.txt").read_text() == "mine"
+    present = {name for name in RUN_FILES if (out / name).exists()}
+    assert present <= read_run_manifest(out) and {"last.pt", "config.yaml", "report.md"} <= present
+
+
+def test_overwrite_names_what_no_run_wrote_beside_a_run(tmp_path, capsys):
+    from pointabstract.engine.run_dir import claim_run_folder
+    from pointabstract.engine.run_manifest import record_run_files
+
+    record_run_files(tmp_path, ["last.pt", "metrics.jsonl"])
+    (tmp_path / "last.pt").write_bytes(b"not a checkpoint")
+    (tmp_path / "metrics.jsonl").write_text("{}\n")
+    (tmp_path / "report.md").write_text("mine")
+    assert claim_run_folder(tmp_path, overwrite=True) == ["last.pt", "metrics.jsonl", "report.md"]
+    assert "removed last.pt, metrics.jsonl, report.md (not written by train)" in capsys.readouterr().out

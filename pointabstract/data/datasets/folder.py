@@ -3,7 +3,7 @@
 Layouts (class names are the folder names, any names; labels follow their sorted order)::
 
     ROOT/<class>/<files>               any depth below the class folder; split by the seeded
-                                       rule below, written to split.json in the cache folder
+                                       rule below
     ROOT/<class>/{train,test}/<files>  the split as given by the folders
     ROOT/{train,test}/<class>/<files>  the same, split folders first
     ROOT/{train,test}.txt + ROOT/<class>/<files>
@@ -20,15 +20,16 @@ to test, at least one and at most n - 1 when the class has two files or more (a 
 trains only). Each class is split alone (stratified); a file's rank depends only on its path
 and the seed, so adding a file to a class moves at most one of its other files across the split.
 
+A split, once made, is kept: a run records it (``split_record``, written by the trainer to
+``<log.out_dir>/split.json``) and ``eval`` / ``--resume`` give it back (``split_file=``), so
+files added later never move into train or test (:mod:`.folder_split`).
+
 Every file is sampled once into a cache outside ROOT (:mod:`.folder_cache`): meshes by area,
 large clouds by farthest point sampling, to ``points_per_shape`` points.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from ... import _validate as V
 from .base import LayoutNotFoundError, PointDataset
+from .folder_split import read_split_record, reuse_split, split_of, split_record
 from .folders import list_folder, read_names
 from .sampling import check_sampling, point_indices
 
@@ -153,48 +155,6 @@ def _suffixes() -> str:
     return " ".join(SUPPORTED_SUFFIXES)
 
 
-def _rank(seed: int, name: str) -> str:
-    return hashlib.sha1(f"{seed}:{name}".encode()).hexdigest()
-
-
-def _test_count(n: int, test_fraction: float) -> int:
-    """Test files of a class of n: test_fraction * n rounded half up, in [1, n - 1] (0 when n = 1)."""
-    return min(max(int(test_fraction * n + 0.5), 1), n - 1) if n > 1 else 0
-
-
-def split_of(layout: FolderLayout, root: Path, *, seed: int, test_fraction: float) -> dict[str, list]:
-    """``{"train": [(file, label)], "test": [...]}``: the layout's own split, or the seeded,
-    stratified one for a ``"seeded split"`` layout (rule in the module docstring)."""
-    if layout.kind != "seeded split":
-        return layout.files
-    V.check_float("data.test_fraction", test_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
-    out = {"train": [], "test": []}
-    for label in range(len(layout.classes)):
-        members = [f for f, lab in layout.files["all"] if lab == label]
-        members.sort(key=lambda f: _rank(seed, f.relative_to(root).as_posix()))
-        n_test = _test_count(len(members), test_fraction)
-        out["test"] += [(f, label) for f in members[:n_test]]
-        out["train"] += [(f, label) for f in members[n_test:]]
-    return {s: sorted(v) for s, v in out.items()}
-
-
-def write_split(path: Path, root: Path, splits: dict, *, kind: str, seed: int, test_fraction: float) -> None:
-    """The split as JSON (``rule``, ``seed``, ``test_fraction``, the relative paths per split),
-    rewritten only when it changed."""
-    rule = ("per class, files ordered by sha1('<seed>:<relative path>'), the first test_fraction * n "
-            "rounded half up (at least 1, at most n - 1) are test" if kind == "seeded split"
-            else f"as given by the {kind} (seed and test_fraction unused)")
-    record = {"root": str(root.resolve()), "layout": kind, "seed": seed, "test_fraction": test_fraction,
-              "rule": rule,
-              **{s: [f.relative_to(root).as_posix() for f, _ in splits[s]] for s in _SPLITS}}
-    text = json.dumps(record, indent=1)
-    if not path.is_file() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process (DDP ranks)
-        tmp.write_text(text)
-        tmp.replace(path)
-
-
 def folder_hint(root: str | Path) -> str:
     """A line suggesting ``data.dataset=folder`` when ``root`` holds class folders of shape
     files (``""`` otherwise); the ModelNet layout errors end with it."""
@@ -231,15 +191,21 @@ class ShapeFolder(PointDataset):
         test_fraction: share of each class held out by the seeded split.
         points_per_shape: P points cached per shape (at least ``num_points``).
         progress: a progress bar while sampling new files.
+        split_file: the split a run recorded (its ``split.json``), reused exactly instead of
+            making one: its files with its labels; files found now that it does not list are left
+            out (``new_files``), and a listed file that is gone is a ValueError naming it.
 
     Attributes:
         classes, labels, sources: class names, (S,) labels, the file of each sample.
-        layout: the :class:`FolderLayout`; cache: the cache folder; split_file: the split's JSON.
+        layout: the :class:`FolderLayout`; cache: the cache folder.
+        split_file: the recorded split given, or None; split_record: the split as a run records
+            it (JSON-ready dict); new_files: files left out because the recorded split predates them.
     """
 
     def __init__(self, root: str | Path, split: str = "train", *, num_points: int | None = 1024,
                  sampling: str = "first", transform=None, seed: int = 0, use_normals: bool = False,
-                 test_fraction: float = 0.2, points_per_shape: int = 2048, progress: bool = True):
+                 test_fraction: float = 0.2, points_per_shape: int = 2048, progress: bool = True,
+                 split_file: str | Path | None = None):
         from .folder_cache import cache_folder, prepare_samples
 
         super().__init__(transform=transform, seed=seed)
@@ -249,11 +215,18 @@ class ShapeFolder(PointDataset):
         self.use_normals = use_normals
         self.cache = cache_folder(self.root)
         self.layout = scan_folder(self.root)
-        splits = split_of(self.layout, self.root, seed=seed, test_fraction=test_fraction)
-        self.split_file = self.cache / "split.json"
-        write_split(self.split_file, self.root, splits, kind=self.layout.kind, seed=seed,
-                    test_fraction=test_fraction)
-        self.classes: tuple[str, ...] = self.layout.classes
+        self.split_file = None if split_file is None else Path(split_file)
+        self.new_files: list[Path] = []
+        if self.split_file is not None:
+            self.split_record = read_split_record(self.split_file)
+            splits, self.new_files = reuse_split(self.layout, self.root, self.split_record,
+                                                 where=self.split_file)
+            self.classes: tuple[str, ...] = tuple(self.split_record["classes"])
+        else:
+            splits = split_of(self.layout, self.root, seed=seed, test_fraction=test_fraction)
+            self.classes = self.layout.classes
+            self.split_record = split_record(self.root, splits, self.classes, kind=self.layout.kind,
+                                             seed=seed, test_fraction=test_fraction)
         files = [f for f, _ in splits[split]]
         self.labels = np.array([label for _, label in splits[split]], dtype=np.int64)
         self.sources = [str(f) for f in files]
@@ -289,7 +262,6 @@ def describe_folder(root: str | Path, *, seed: int = 0, test_fraction: float = 0
 
     Returns:
         ``{"layout", "classes", "counts": {split: {class: n}}, "types": {suffix: n}, "files", "cache",
-        "split_file", "saved_split" (the last written split.json's seed / test_fraction, or None),
         "notes"}``.
     """
     from .folder_cache import cache_folder
@@ -302,11 +274,6 @@ def describe_folder(root: str | Path, *, seed: int = 0, test_fraction: float = 0
     types: dict[str, int] = {}
     for f, _ in splits["train"] + splits["test"]:
         types[f.suffix.lower()] = types.get(f.suffix.lower(), 0) + 1
-    cache = cache_folder(root)
-    saved = None
-    if (cache / "split.json").is_file():
-        record = json.loads((cache / "split.json").read_text())
-        saved = {"seed": record.get("seed"), "test_fraction": record.get("test_fraction")}
     return {"layout": layout.kind, "classes": layout.classes, "counts": counts,
             "types": dict(sorted(types.items())), "files": [f for s in _SPLITS for f, _ in splits[s]],
-            "cache": cache, "split_file": cache / "split.json", "saved_split": saved, "notes": layout.notes}
+            "cache": cache_folder(root), "notes": layout.notes}

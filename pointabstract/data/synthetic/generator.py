@@ -44,7 +44,6 @@ import sys
 import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 from tqdm import tqdm
 
@@ -52,7 +51,7 @@ from ... import _validate as V
 from ..categories import SHAPENET_PART
 from .hard import HARD_CLASS_NAMES, HARD_CLASSES, ROTATIONS, random_rotation, sample_hard_shape
 from .nuisances import Nuisances
-from .output import claim_output, staged_output
+from .output import claim_output, describe_set, expected_bytes, staged_output, write_h5
 from .shapes import build_shape
 from .surface import sample_surface
 
@@ -159,9 +158,7 @@ def stage_lines(progress: bool = True) -> bool:
 
 
 def _write_h5(path: Path, **arrays: np.ndarray) -> None:
-    with h5py.File(path, "w") as f:
-        for key, value in arrays.items():
-            f.create_dataset(key, data=value, track_times=False)
+    write_h5(path, **arrays)  # built in memory, one plain write: a full disk never reaches HDF5
 
 
 def _write_chunks(folder: Path, prefix: str, **arrays: np.ndarray) -> list[str]:
@@ -240,7 +237,7 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
     Returns:
         ``{"root", "modelnet", "shapenet_part"}`` paths, ``"counts"`` per split
         (train / val / test of the part set; the classification train is train + val) and
-        ``"seconds"`` taken.
+        ``"seconds"`` taken, ``"replaced"`` (what the earlier set it replaced was, or None).
     """
     classes = level_classes(level)
     V.check_choice("rotation", rotation, ROTATIONS)
@@ -261,15 +258,17 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
     V.check_int("workers", workers, low=1)
     start = time.perf_counter()
     root = Path(out)
-    claim_output(root, overwrite=overwrite)
+    needed = expected_bytes((train_per_class + test_per_class) * len(classes), num_points)
+    replacing = claim_output(root, overwrite=overwrite, needed=needed) == "replace"
+    replaced = describe_set(root) if replacing else None
     options = {"tool": "pointabstract data synth", "level": level, "seed": seed, "num_points": num_points,
                "train_per_class": train_per_class, "test_per_class": test_per_class,
                "val_fraction": val_fraction, "rotation": rotation, "nuisances": dataclasses.asdict(nuisances)}
-    with staged_output(root, options) as staging:
+    with staged_output(root, options, needed=needed) as staging:
         counts = _write_set(staging, classes, level=level, seed=seed, num_points=num_points,
                             train_per_class=train_per_class, test_per_class=test_per_class,
                             val_fraction=val_fraction, nuisances=nuisances, rotation=rotation,
                             workers=workers, progress=progress)
     mn_dir, sp_dir = root / MODELNET_DIR, root / SHAPENET_PART_DIR
     return {"root": str(root), "modelnet": str(mn_dir), "shapenet_part": str(sp_dir), "counts": counts,
-            "seconds": time.perf_counter() - start}
+            "seconds": time.perf_counter() - start, "replaced": replaced}

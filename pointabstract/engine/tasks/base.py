@@ -90,6 +90,11 @@ class Task(Protocol):
             draws them (``evaluate_checkpoint(sections={name: builder})``, the engine never imports
             the viewer), and asking for a section the task does not name is a ValueError.
 
+    Attribute set by the trainer (on ``--resume``) and ``restore`` before :meth:`dataset`:
+        split_file: the split a run recorded (its ``split.json``), or None. A dataset whose split
+            is made from the files found (``data.dataset=folder``) reuses it exactly instead; it
+            offers the split it made as ``split_record`` (the trainer writes it with the run).
+
     The constructor reads only what a task needs: ``__init__(data, *, seed=0, settings=None)``
     with the run's :class:`~pointabstract.engine.config.DataConfig`, its seed and an instance of
     ``settings`` (None: the defaults); it validates the settings. ``build_task(cfg)``

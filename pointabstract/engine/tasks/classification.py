@@ -44,6 +44,7 @@ class ClassificationTask:
     datasets = ("modelnet40", "modelnet10", "folder")
     eval_options = ("votes",)
     figures = ("neighbourhoods", "viewer")
+    split_file = None  # a run's recorded split (split.json) to reuse: set by the trainer / restore
 
     def __init__(self, data, *, seed: int = 0, settings: ClassificationSettings | None = None):
         s = check_settings_type(type(self), data, settings)
@@ -71,7 +72,8 @@ class ClassificationTask:
         d = self.data
         check_dataset(self.name, self.datasets, d.dataset)
         classes = {"modelnet40": ModelNet40, "modelnet10": ModelNet10, "folder": ShapeFolder}
-        extra = {"test_fraction": d.test_fraction} if d.dataset == "folder" else {}
+        folder = d.dataset == "folder"
+        extra = {"test_fraction": d.test_fraction, "split_file": self.split_file} if folder else {}
         try:
             ds = classes[d.dataset](d.root, split, num_points=d.num_points,
                                     sampling=d.sampling if train else "first",

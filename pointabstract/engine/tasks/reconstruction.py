@@ -86,6 +86,7 @@ class ReconstructionTask:
     datasets = ("shapenet_part", "modelnet40", "modelnet10", "shapenet_core", "folder")
     eval_options = ()
     figures = ("capsules", "viewer")
+    split_file = None  # a run's recorded split (split.json) to reuse: set by the trainer / restore
 
     def __init__(self, data, *, seed: int = 0, settings: ReconstructionSettings | None = None):
         s = check_settings_type(type(self), data, settings)
@@ -133,7 +134,7 @@ class ReconstructionTask:
                 self.category_names = list(ds.classes)
             elif d.dataset == "folder":
                 ds = ShapeFolder(d.root, split, sampling=d.sampling if train else "first",
-                                 test_fraction=d.test_fraction, **common)
+                                 test_fraction=d.test_fraction, split_file=self.split_file, **common)
                 self.category_names = list(ds.classes)
             else:  # ShapeNet layouts store points in a fixed order: always draw a random subset
                 cls = ShapeNetPart if d.dataset == "shapenet_part" else ShapeNetCore

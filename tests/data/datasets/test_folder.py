@@ -26,7 +26,7 @@ def cache_in_tmp(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-def test_seeded_split_is_stratified_written_down_and_nothing_is_written_under_root(tmp_path, cache_in_tmp):
+def test_seeded_split_is_stratified_recorded_and_nothing_is_written_under_root(tmp_path, cache_in_tmp):
     root = write_shapes(tmp_path / "mine")
     before = snapshot(root)
     train = ShapeFolder(root, "train", num_points=64, seed=3)
@@ -35,8 +35,9 @@ def test_seeded_split_is_stratified_written_down_and_nothing_is_written_under_ro
     # 5 files per class, test_fraction 0.2: one test file per class
     assert np.bincount(test.labels).tolist() == [1, 1, 1] and np.bincount(train.labels).tolist() == [4, 4, 4]
     assert set(train.sources).isdisjoint(test.sources) and len(train.sources) + len(test.sources) == 15
-    record = json.loads(train.split_file.read_text())
-    assert train.split_file.parent == cache_folder(root) and cache_folder(root).is_relative_to(cache_in_tmp)
+    record = train.split_record  # what a run writes to its split.json
+    assert train.split_file is None and not (cache_folder(root) / "split.json").exists()
+    assert record == json.loads(json.dumps(test.split_record)) and record["classes"] == ["pyramid", "slab", "tetra"]
     assert record["seed"] == 3 and record["test_fraction"] == 0.2 and record["layout"] == "seeded split"
     assert sorted(record["test"]) == sorted(Path(s).relative_to(root).as_posix() for s in test.sources)
     assert snapshot(root) == before  # nothing written into the user's folder
@@ -114,7 +115,7 @@ def test_class_split_folders_split_class_folders_and_lists(tmp_path):
     assert layout.notes == ["2 shape file(s) listed in neither train.txt nor test.txt: left out"]
     ds = ShapeFolder(c, "test", num_points=16)
     assert ds.sources == [str(c / "tetra" / "t1.obj")] and ds.labels.tolist() == [2]
-    record = json.loads(ds.split_file.read_text())
+    record = ds.split_record
     assert record["rule"] == "as given by the split lists (seed and test_fraction unused)"
     assert record["test"] == ["tetra/t1.obj"]
 
@@ -190,9 +191,7 @@ def test_describe_folder(tmp_path):
     root = write_shapes(tmp_path / "mine")
     info = describe_folder(root)
     assert info["layout"] == "seeded split" and info["counts"]["test"] == {"pyramid": 1, "slab": 1, "tetra": 1}
-    assert info["types"] == {".obj": 5, ".off": 5, ".ply": 5} and info["saved_split"] is None
-    ShapeFolder(root, "test", num_points=8, seed=4, test_fraction=0.4)
-    assert describe_folder(root)["saved_split"] == {"seed": 4, "test_fraction": 0.4}
+    assert info["types"] == {".obj": 5, ".off": 5, ".ply": 5} and len(info["files"]) == 15
 
 
 def test_default_cache_is_under_the_user_cache(tmp_path, monkeypatch):

@@ -2,8 +2,10 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -14,6 +16,7 @@ from pointabstract.data.synthetic import generate
 from pointabstract.data.synthetic import generator as generator_module
 from pointabstract.data.synthetic.output import MANIFEST, claim_output, is_complete, read_manifest
 
+ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(train_per_class=1, test_per_class=1, num_points=32, progress=False, workers=1)
 
 
@@ -109,14 +112,76 @@ def test_what_a_killed_run_left_is_cleaned_or_put_back(tmp_path):
     assert _snapshot(root) == before and sorted(p.name for p in tmp_path.iterdir()) == ["s"]
 
 
-def test_a_set_of_an_earlier_version_is_recognised_as_its_own(tmp_path, capsys):
+def _users_shapenet_classification(root):
+    """A user's ShapeNetPart-as-classification set: the file names of our layout and the 16
+    categories in alphabetical order (our easy level's class list), with the user's own points."""
+    from pointabstract.data.synthetic import CLASS_NAMES
+
+    folder = root / "modelnet40_ply_hdf5_2048"
+    folder.mkdir(parents=True)
+    (folder / "shape_names.txt").write_text("".join(f"{name}\n" for name in CLASS_NAMES))
+    for split in ("train", "test"):
+        with h5py.File(folder / f"ply_data_{split}0.h5", "w") as f:
+            f["data"] = np.random.default_rng(0).random((16, 32, 3), dtype=np.float32)
+            f["label"] = np.arange(16, dtype=np.int32)[:, None]
+        (folder / f"{split}_files.txt").write_text(f"data/modelnet40_ply_hdf5_2048/ply_data_{split}0.h5\n")
+    return root
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_users_set_with_our_class_list_is_never_replaced(tmp_path, overwrite, capsys):
+    # issue 38: the class list alone made it "a set of an earlier version", and --overwrite deleted it
+    root = _users_shapenet_classification(tmp_path / "shapenet_cls")
+    before = _snapshot(root)
+    args = ["data", "synth", "--out", str(root), "--num-points", "32", "--train-per-class", "1",
+            "--test-per-class", "1", "--workers", "1"]
+    assert main(args + (["--overwrite"] if overwrite else [])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds 5 file(s) that data synth did not write" in err
+    assert "counts as its own only when its first shape is the one this version draws with seed 0" in err
+    assert _snapshot(root) == before and sorted(p.name for p in tmp_path.iterdir()) == ["shapenet_cls"]
+
+
+@pytest.mark.slow  # 10 s: make and a CLI process
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_demo_data_never_replaces_a_users_set_without_a_manifest(tmp_path):
+    root = _users_shapenet_classification(tmp_path / "synthetic")
+    before = _snapshot(root)
+    done = subprocess.run(["make", "--no-print-directory", "-o", "setup", "demo-data", f"SYNTH={root}",
+                           f"CLI={sys.executable} -m pointabstract.cli"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode != 0 and "that data synth did not write" in done.stderr, done.stderr
+    assert _snapshot(root) == before
+
+
+def test_a_set_of_an_earlier_version_is_replaced_only_when_it_proves_it(tmp_path, capsys):
     root = tmp_path / "s"
-    generate(root, **TINY)
+    generate(root, **TINY)  # seed 0: its first shape is the one this version draws
     (root / MANIFEST).unlink()  # as written before manifests existed
-    with pytest.raises(FileExistsError, match=r"already holds a synthetic set \(written by an earlier version\)"):
+    with pytest.raises(FileExistsError, match=r"already holds a synthetic set \(written by an earlier version "
+                                              r"before manifests\); pass --overwrite"):
         generate(root, **TINY)
-    generate(root, overwrite=True, **TINY)
+    assert main(["data", "synth", "--out", str(root), "--num-points", "32", "--train-per-class", "1",
+                 "--test-per-class", "1", "--workers", "1", "--overwrite"]) == 0
+    said = capsys.readouterr().out
+    assert f"--overwrite: replaced the earlier synthetic set in {root} (written before manifests, 11 files)" in said
     assert is_complete(root)
+    generate(tmp_path / "seed3", seed=3, **TINY)  # another seed: nothing proves it is ours
+    (tmp_path / "seed3" / MANIFEST).unlink()
+    before = _snapshot(tmp_path / "seed3")
+    with pytest.raises(FileExistsError, match=r"refused, nothing there is touched \(a set without data synth's "
+                                              r"manifest counts as its own only when"):
+        generate(tmp_path / "seed3", overwrite=True, **TINY)
+    assert _snapshot(tmp_path / "seed3") == before
+
+
+def test_overwrite_says_which_set_it_replaced(tmp_path, capsys):
+    root = tmp_path / "s"
+    generate(root, seed=1, **TINY)
+    assert main(["data", "synth", "--out", str(root), "--num-points", "32", "--train-per-class", "1",
+                 "--test-per-class", "1", "--workers", "1", "--seed", "2", "--overwrite"]) == 0
+    assert (f"--overwrite: replaced the earlier synthetic set in {root} (level easy, seed 1, 32 shapes, 12 files)"
+            in capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("argv, pattern", [
