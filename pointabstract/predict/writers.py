@@ -7,7 +7,9 @@
 - part segmentation: ``<name>.parts.ply`` (every input point, input order, coloured by part; a
   mesh keeps its faces) and ``<name>.parts.txt`` (one global part id per line, input order).
 
-PLY files are binary little-endian with ``x y z`` float32 and ``red green blue`` uchar.
+PLY files are binary little-endian with ``x y z`` in the result's precision (``double`` for a
+float64 input, so UTM coordinates keep their millimetres; ``float`` otherwise) and ``red green
+blue`` uchar.
 ``<name>`` is the input's file name without its extension, made unique within one run
 (``chair``, ``chair-2``, ...).
 """
@@ -52,8 +54,10 @@ def _write(path: Path, data: bytes) -> Path:
 
 def ply_bytes(points: np.ndarray, colors: np.ndarray, faces: np.ndarray | None = None) -> bytes:
     """A binary PLY of ``points`` (V, 3) with ``colors`` (V, 3) floats in [0, 1] (and ``faces``
-    (F, 3) int triangles)."""
-    vertex = np.empty(len(points), dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"),
+    (F, 3) int triangles); coordinates as ``double`` when ``points`` is float64, else ``float``."""
+    wide = np.asarray(points).dtype == np.float64
+    scalar, kind = ("<f8", "double") if wide else ("<f4", "float")
+    vertex = np.empty(len(points), dtype=[("x", scalar), ("y", scalar), ("z", scalar), ("red", "u1"),
                                           ("green", "u1"), ("blue", "u1")])
     for i, axis in enumerate("xyz"):
         vertex[axis] = points[:, i]
@@ -61,7 +65,7 @@ def ply_bytes(points: np.ndarray, colors: np.ndarray, faces: np.ndarray | None =
     for i, channel in enumerate(("red", "green", "blue")):
         vertex[channel] = rgb[:, i]
     header = ["ply", "format binary_little_endian 1.0", f"element vertex {len(points)}",
-              *(f"property float {a}" for a in "xyz"),
+              *(f"property {kind} {a}" for a in "xyz"),
               *(f"property uchar {c}" for c in ("red", "green", "blue"))]
     body = vertex.tobytes()
     if faces is not None and len(faces):
