@@ -112,9 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"the window (classification: {' '.join(KEYMAP)}; autoencoder: "
                              f"{' '.join(capsule_app.KEYMAP)}; part segmentation: "
                              f"{' '.join(segmentation_app.SEG_KEYMAP)})")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="let --png / --html / --figure replace a file that the viewer did not write "
-                             "(its own earlier pictures and pages are replaced without it)")
+    parser.add_argument("--overwrite", action="store_true", help="let --png/--html/--figure replace any file")
     parser.add_argument("--screenshot-dir", type=Path, default=Path("."), help="where S saves screenshots")
     parser.add_argument("--device", default="cpu", help="torch device of the model")
     parser.add_argument("--context-pool", type=int, metavar="BLOCK", dest="context_pool",
@@ -143,9 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Load the checkpoint, then show the window or write the PNG / figure. Returns the exit code."""
     from ..engine import MissingDatasetError
+    from .core.outputs import check_outputs
     from .core.render import RenderError
-    from .core.window import NoDisplayError
-    from .tasks import STATES
+    from .core.window import NO_DISPLAY, NoDisplayError, has_display
+    from .tasks import STATES, viewer_state
 
     keys = args.keys.split() if args.keys is not None else None
     try:
@@ -156,50 +155,28 @@ def run(args: argparse.Namespace) -> int:
         _check_input(args)
         if args.compare is not None and args.figure is None:
             raise ValueError("--compare needs --figure OUT.png (the figure of both checkpoints)")
-        foreign = _check_outputs(args)
-        code = _dispatch(args, keys)
-        for path in foreign:
-            print(f"replaced {path}, a file pointabstract view had not written (--overwrite)")
-        return code
+        outputs = {f"--{o}": getattr(args, o) for o in ("html", "figure", "png")}  # checked before any work
+        for path in check_outputs(outputs, overwrite=args.overwrite):
+            print(f"replacing {path}, a file pointabstract view did not write (--overwrite)")
+        if args.html is not None:
+            return _html(args)
+        if args.figure is not None:
+            return _figure(args)
+        if args.context_pool is not None:
+            return _context_pool(args)
+        if args.png is None and not has_display():  # say so before spending time on loading
+            raise NoDisplayError(NO_DISPLAY)
+        session = _session(args)
+        _check_options(args, session.config.task)
+        state = viewer_state(session, args)
+        unknown = [k for k in keys or [] if k not in state.KEYMAP]
+        if unknown:
+            raise ValueError(f"keys {unknown} are not in the key map of a {session.config.task} run "
+                             f"{list(state.KEYMAP)}")
+        return show_state(state, args, keys, PNGS.get(session.config.task, _panels_png))
     except (MissingDatasetError, FileNotFoundError, ValueError, RenderError, NoDisplayError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-
-
-def _dispatch(args: argparse.Namespace, keys: list[str] | None) -> int:
-    """The view ``args`` ask for: a page, a figure, a ContextPool view, a PNG or the window."""
-    from .core.window import NO_DISPLAY, NoDisplayError, has_display
-    from .tasks import viewer_state
-
-    if args.html is not None:
-        return _html(args)
-    if args.figure is not None:
-        return _figure(args)
-    if args.context_pool is not None:
-        return _context_pool(args)
-    if args.png is None and not has_display():  # say so before spending time on loading
-        raise NoDisplayError(NO_DISPLAY)
-    session = _session(args)
-    _check_options(args, session.config.task)
-    state = viewer_state(session, args)
-    unknown = [k for k in keys or [] if k not in state.KEYMAP]
-    if unknown:
-        raise ValueError(f"keys {unknown} are not in the key map of a {session.config.task} run "
-                         f"{list(state.KEYMAP)}")
-    return show_state(state, args, keys, PNGS.get(session.config.task, _panels_png))
-
-
-def _check_outputs(args: argparse.Namespace) -> list[Path]:
-    """Check every output path given (:func:`~.core.outputs.check_output`) before any loading or
-    drawing; returns the files of someone else's that ``--overwrite`` lets it replace."""
-    from .core.outputs import check_output
-
-    foreign = []
-    for option in ("html", "figure", "png"):
-        if getattr(args, option, None) is not None:
-            path, theirs = check_output(getattr(args, option), f"--{option}", overwrite=args.overwrite)
-            foreign += [path] if theirs else []
-    return foreign
 
 
 def _session(args: argparse.Namespace):

@@ -174,6 +174,6 @@ def test_png_replaces_only_its_own_pictures_unless_overwrite(o3d, tiny_run, tmp_
     assert (tmp_path / "v.png").read_text() == "a picture of mine"
     code, out, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png", "--overwrite", *small)
     assert code == 0, err
-    assert f"replaced {tmp_path / 'v.png'}, a file pointabstract view had not written (--overwrite)" in out
+    assert f"replacing {tmp_path / 'v.png'}, a file pointabstract view did not write (--overwrite)" in out
     code, out, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png", *small)
-    assert code == 0 and "replaced" not in out, err
+    assert code == 0 and "replacing" not in out, err

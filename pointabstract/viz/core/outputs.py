@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["SUFFIXES", "check_output", "written_by_viewer"]
+__all__ = ["SUFFIXES", "check_output", "check_outputs", "written_by_viewer"]
 
 # option -> the file names it may write
 SUFFIXES = {"--png": (".png",), "--figure": (".png",), "--html": (".html", ".htm")}
@@ -75,3 +75,11 @@ def check_output(path: str | Path, option: str, *, overwrite: bool = False) -> t
         raise ValueError(f"{option} {path}: a file that pointabstract view did not write is there; choose "
                          "another name, or give --overwrite to replace it")
     return path, foreign
+
+
+def check_outputs(paths: dict[str, str | Path | None], *, overwrite: bool = False) -> list[Path]:
+    """:func:`check_output` of every ``{option: path}`` given (None: not given); returns the files
+    of someone else's that ``overwrite`` lets the command replace (for it to say so)."""
+    checked = [check_output(path, option, overwrite=overwrite) for option, path in paths.items()
+               if path is not None]
+    return [path for path, foreign in checked if foreign]
