@@ -648,7 +648,7 @@ ROWS = [
      r".* GiB .* more than the 1.0 GiB free on this device; the most that could fit: data.num_points="),
     ("view output: a file of another format", lambda t: __import__(
         "pointabstract.viz.core.outputs", fromlist=["x"]).check_output(t / "notes.md", "--html"), ValueError,
-     r"--html .*notes.md: the name must end in .html or .htm \(it writes a HTML page\), e.g. notes.html"),
+     r"--html .*notes.md: the name must end in .html or .htm \(it writes an HTML page\), e.g. notes.html"),
 ]
 
 CLI_ROWS = [

@@ -62,8 +62,8 @@ def check_output(path: str | Path, option: str, *, overwrite: bool = False) -> t
     suffixes = SUFFIXES[option]
     if path.suffix.lower() not in suffixes and not path.is_dir():
         wanted = " or ".join(suffixes)
-        raise ValueError(f"{option} {path}: the name must end in {wanted} (it writes a "
-                         f"{'PNG image' if suffixes == ('.png',) else 'HTML page'}), e.g. "
+        raise ValueError(f"{option} {path}: the name must end in {wanted} (it writes "
+                         f"{'a PNG image' if suffixes == ('.png',) else 'an HTML page'}), e.g. "
                          f"{path.with_suffix(suffixes[0]).name}")
     check_out_path(path, option=option)
     if not path.exists():

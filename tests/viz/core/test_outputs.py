@@ -15,7 +15,7 @@ from pointabstract.viz.core.render import save_png
 
 
 @pytest.mark.parametrize("option, name, message", [
-    ("--html", "notes.md", r"--html .*notes.md: the name must end in .html or .htm \(it writes a HTML page\), "
+    ("--html", "notes.md", r"--html .*notes.md: the name must end in .html or .htm \(it writes an HTML page\), "
                            r"e.g. notes.html"),
     ("--html", "v.png", r"--html .*v.png: the name must end in .html or .htm"),
     ("--png", "v.html", r"--png .*v.html: the name must end in .png \(it writes a PNG image\), e.g. v.png"),
