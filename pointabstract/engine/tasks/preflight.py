@@ -29,8 +29,8 @@ a run that cannot train fails in seconds with the reason instead of mid-epoch or
   forward and a backward pass, every tensor's lifetime followed). Both are lower bounds of the
   real peak (memory outside torch comes on top), so a run is refused only when the measured
   peak exceeds the free memory (``MemAvailable`` of ``/proc/meminfo``, or
-  ``torch.cuda.mem_get_info``; no check where neither is known, or where the model cannot run
-  the probe; under AMP on a GPU the activations are counted at half, as bfloat16 could make them):
+  ``torch.cuda.mem_get_info``; no check where neither is known, for a task other than the three
+  built-in ones, or where the model cannot run the probe; under AMP on a GPU the activations are counted at half, as bfloat16 could make them):
   ``data.num_points=1000000`` for the demo capsule autoencoder is refused in seconds,
   naming the largest ``data.num_points`` and ``data.batch_size`` that fit, instead of an
   allocator traceback after half a minute.

@@ -32,10 +32,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["PEAK_OVER_KEPT", "PROBE_POINTS", "free_memory", "probe_sizes", "step_bytes"]
+__all__ = ["PEAK_OVER_KEPT", "PROBE_POINTS", "TASK_KEYS", "free_memory", "probe_sizes", "step_bytes"]
 
 PROBE_POINTS = {"kept": (256, 512), "peak": (2048, 4096)}  # cloud sizes each measure is taken at
 PEAK_OVER_KEPT = 3  # the peak of a step is within 3x the activations it keeps (1.5-2.3x measured)
+# the sample keys each built-in task reads besides pos / normal (another task's batch is not known)
+TASK_KEYS = {"classification": ("label",), "part_segmentation": ("category", "part"), "reconstruction": ()}
 
 
 def probe_sizes(n: int, *, peak: bool = False) -> tuple[int, ...]:
@@ -47,11 +49,14 @@ def probe_sizes(n: int, *, peak: bool = False) -> tuple[int, ...]:
 def step_bytes(cfg, task, *, peak: bool = False) -> tuple[float, float, int] | None:
     """``(per_point, per_cloud, weights)``: bytes of one training step of the run's model per
     point of a cloud and per cloud (kept activations, or with ``peak`` the peak; module
-    docstring), and the bytes of its weights and their gradients. None when the model cannot run
-    the probe (then nothing is said about memory). The RNG state is left as it was."""
+    docstring), and the bytes of its weights and their gradients. None for a task whose batch the
+    probe does not know (:data:`TASK_KEYS`) or a model that cannot run it (then nothing is said
+    about memory). The RNG state is left as it was."""
     from ...data import collate
     from ...models import build_model
 
+    if cfg.task not in TASK_KEYS:
+        return None
     sizes = probe_sizes(int(cfg.data.num_points), peak=peak)
     measure = _peak_bytes if peak else _kept_bytes
     with torch.random.fork_rng(devices=[]):
@@ -89,7 +94,7 @@ def free_memory(cfg, world_size: int) -> tuple[int | None, str]:
 def _probe_clouds(cfg, n: int) -> list[dict]:
     """Two random samples of ``n`` points with the keys the run's task reads."""
     rng = np.random.default_rng(0)
-    keep = {"classification": ("label",), "part_segmentation": ("category", "part")}.get(cfg.task, ())
+    keep = TASK_KEYS[cfg.task]
     samples = []
     for _ in range(2):
         pos = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
