@@ -22,18 +22,18 @@ a run that cannot train fails in seconds with the reason instead of mid-epoch or
   (the Sequoia models use LayerNorm) train on any batch size.
 - **The memory of one training step** (:func:`check_step_memory`, first, before any sample is
   read; :mod:`.step_memory`): the model's training step is measured on a probe batch of 2
-  random clouds of a few thousand points, fitted linearly in N and scaled to ``data.num_points``
-  and the per-process ``data.batch_size``, plus the weights and their gradients. First the
-  activations kept for the backward pass (one forward pass); when those, times
-  ``PEAK_OVER_KEPT``, could exceed the memory free on the device, the step's peak itself (a
-  forward and a backward pass, every tensor's lifetime followed). Both are lower bounds of the
-  real peak (memory outside torch comes on top), so a run is refused only when the measured
-  peak exceeds the free memory (``MemAvailable`` of ``/proc/meminfo``, or
-  ``torch.cuda.mem_get_info``; no check where neither is known, for a task other than the three
-  built-in ones, or where the model cannot run the probe; under AMP on a GPU the activations are counted at half, as bfloat16 could make them):
-  ``data.num_points=1000000`` for the demo capsule autoencoder is refused in seconds,
-  naming the largest ``data.num_points`` and ``data.batch_size`` that fit, instead of an
-  allocator traceback after half a minute.
+  random clouds of a few hundred to a few thousand points, fitted linearly in N and scaled to
+  ``data.num_points`` and the per-process ``data.batch_size``, plus the weights and their
+  gradients. First the activations kept for the backward pass (one forward pass); when those
+  fit but, times ``PEAK_OVER_KEPT``, might not, the step's peak itself (a forward and a backward
+  pass, every tensor's lifetime followed). Both are lower bounds of the real peak (memory
+  outside torch comes on top), so a run is refused only when one of them already exceeds the
+  free memory (``MemAvailable`` of ``/proc/meminfo``, or ``torch.cuda.mem_get_info``; under AMP
+  on a GPU the activations count half, as bfloat16 could make them). No check where the free
+  memory is not known, for a task other than the three built-in ones, or where the model cannot
+  run the probe. ``data.num_points=1000000`` for the demo capsule autoencoder is refused in
+  seconds, naming the most that could fit, instead of an allocator traceback after half a
+  minute.
 """
 
 from __future__ import annotations
