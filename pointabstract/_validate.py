@@ -22,11 +22,14 @@ import torch
 
 
 def check_cloud(name: str, x, *, dim: int | None = 3, allow_empty: bool = False,
-                min_points: int = 1, finite: bool = True) -> torch.Tensor:
+                min_points: int = 1, finite: bool = True, squares: bool = False) -> torch.Tensor:
     """Check a batched cloud or feature tensor ``(B, N, C)`` (``C == dim`` when ``dim`` is set).
 
     Unless ``allow_empty``, B >= 1 and N >= ``min_points`` (a model whose layers need a few
     points per cloud raises it). ``finite`` also refuses NaN / Inf values (one pass over the data).
+    ``squares`` (the models' ``pos``) also refuses finite coordinates beyond
+    :func:`square_limit`, whose squared distances overflow the dtype (a model would turn them
+    into NaN or Inf inside).
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -43,9 +46,22 @@ def check_cloud(name: str, x, *, dim: int | None = 3, allow_empty: bool = False,
         points = "one point" if min_points <= 1 else f"{min_points} points"
         raise ValueError(f"{name} must hold at least one cloud of at least {points}, "
                          f"got {tuple(x.shape)}")
-    if finite:
-        finite_extent(name, x)
+    if finite or squares:
+        extent = finite_extent(name, x)
+        limit, dtype = square_limit(x.dtype), str(x.dtype).replace("torch.", "")
+        if squares and extent > limit:
+            raise ValueError(f"{name} holds coordinates up to {extent:.3g} in absolute value: their squared "
+                             f"distances overflow {dtype} (|coordinates| must stay below {limit:.3g}); scale "
+                             "the cloud, e.g. into the unit sphere (NormalizeUnitSphere) the models train in")
     return x
+
+
+def square_limit(dtype) -> float:
+    """The largest ``|coordinate|`` whose squared distances stay finite in ``dtype`` (a torch or
+    numpy float dtype): ``sqrt(max / 12)``, as two points in ``[-L, L]^3`` are at most ``12 L^2``
+    apart squared. float32: 5.3e18; float64: 3.9e153."""
+    info = torch.finfo(dtype) if isinstance(dtype, torch.dtype) else np.finfo(dtype)
+    return math.sqrt(float(info.max) / 12)
 
 
 def finite_extent(name: str, x: torch.Tensor) -> float:

@@ -158,6 +158,24 @@ def _predictor(t, model="centroid_transformer", **flat):
     return load(_tiny_checkpoint(t, model, **flat))
 
 
+def _empty_h5(t):
+    import h5py
+
+    from pointabstract.data.datasets.checksums import read_h5
+
+    with h5py.File(t / "ply_data_train1.h5", "w") as handle:
+        handle["data"], handle["label"] = np.zeros((0, 64, 3), np.float32), np.zeros((0, 1), np.uint8)
+    return read_h5(t / "ply_data_train1.h5", required={"data": (None, None, 3), "label": (None, None)})
+
+
+def _step_memory(points, available):
+    from pointabstract.engine.tasks import build_task
+    from pointabstract.engine.tasks.preflight import check_step_memory
+
+    cfg = load_config(None, ["model=capsule_ae_demo_dr", f"data.num_points={points}", "data.batch_size=8"])
+    return check_step_memory(cfg, build_task(cfg), available=available)
+
+
 def _evaluate(path, **kwargs):
     from pointabstract.engine import evaluate_checkpoint
 
@@ -661,6 +679,23 @@ ROWS = [
      lambda t: data.ShapeFolder(_folder_with_split(t, gone=False), "test", num_points=8,
                                 split_file=_write(t / "other.json", "[]")),
      ValueError, r"other.json: not a split recorded by a run \(it needs 'classes', 'train' and 'test' lists"),
+    # issue 38: sizes, precision and output paths
+    ("predict: a model input beyond float32 (normalize='none')",
+     lambda t: _predictor(t).predict(np.full((1024, 3), 1e39), normalize="none"), ValueError,
+     r"cloud 0: coordinates up to 1e\+39 in the model's frame, beyond float32's range"),
+    ("model: coordinates whose squared distances overflow float32",
+     lambda t: build_model("softmax_seg_demo", tiny=True)(torch.full((1, 16, 3), 1e20), torch.zeros(1, dtype=torch.int64)),
+     ValueError, r"pos holds coordinates up to 1e\+20 in absolute value: their squared distances overflow float32 "
+                 r"\(\|coordinates\| must stay below 5.33e\+18\)"),
+    ("dataset: an HDF5 file holding no shape", _empty_h5, ValueError,
+     r"ply_data_train1.h5: holds no shape \(dataset 'data' has shape \(0, 64, 3\)\); remove the file or write "
+     r"its shapes"),
+    ("train: a step that cannot fit the free memory", lambda t: _step_memory(1_000_000, 2**30), ValueError,
+     r"data.num_points=1000000 with data.batch_size=8: one training step of 'capsule_ae_demo_dr' needs at least "
+     r".* GiB .* more than the 1.0 GiB free on this device; the most that could fit: data.num_points="),
+    ("view output: a file of another format", lambda t: __import__(
+        "pointabstract.viz.core.outputs", fromlist=["x"]).check_output(t / "notes.md", "--html"), ValueError,
+     r"--html .*notes.md: the name must end in .html or .htm \(it writes an HTML page\), e.g. notes.html"),
 ]
 
 CLI_ROWS = [
@@ -754,6 +789,22 @@ CLI_ROWS = [
      r"--html .*file/viewer.html: folder .*file cannot be written: Not a directory"),
     ("view --html: with --png", ["view", "{file}", "--html", "{tmp}/v.html", "--png", "{tmp}/v.png"],
      r"--html writes the page alone; drop --png"),
+    # issue 38: output paths, run folders, sizes
+    ("view --html: a Markdown name", ["view", "{file}", "--html", "{tmp}/notes.md"],
+     r"--html .*notes.md: the name must end in .html or .htm"),
+    ("view --html: a PNG name", ["view", "{file}", "--html", "{tmp}/v.png"],
+     r"--html .*v.png: the name must end in .html or .htm"),
+    ("view --png: a folder", ["view", "{file}", "--png", "{tmp}"], r"--png .* is a folder; give a file name such "
+                                                                   r"as .*view.png"),
+    ("view --png: a folder that cannot be written", ["view", "{file}", "--png", "/proc/v.png"],
+     r"--png /proc/v.png: folder /proc cannot be written"),
+    ("predict: a folder without last.pt", ["predict", "{tmp}", "chair.ply"],
+     r"is a folder without last.pt \(a run folder holds the last.pt and best.pt that `pointabstract train` "
+     r"writes\); its checkpoints: none"),
+    ("bench capsules: fewer points than the encoder takes", ["bench", "capsules", "--points", "4", "--results",
+                                                             "{tmp}/bench"],
+     r"--points must be an int >= 8 \(the fewest input points per cloud the capsule autoencoder's encoder takes\), "
+     r"got 4"),
 ]
 
 

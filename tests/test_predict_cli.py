@@ -4,6 +4,7 @@ and skips files it cannot use (exit code 1), refuses options of another task (ex
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,6 +111,11 @@ def test_output_names_and_ply_bytes(tmp_path):
     from pointabstract.predict.writers import output_names, ply_bytes
 
     assert output_names(["a/chair.off", "b/chair.ply", "c.npy", "chair"]) == ["chair", "chair-2", "c", "chair-3"]
+    # a file's own name is kept for it, whatever the order; names differing in case are one file on some disks
+    assert output_names(["a/chair.obj", "b/chair.obj", "chair-2.npy"]) == ["chair", "chair-3", "chair-2"]
+    assert output_names(["chair-2.npy", "a/chair.obj", "b/chair.obj"]) == ["chair-2", "chair", "chair-3"]
+    assert output_names(["Chair.ply", "chair.npy", "chair-2.off", "CHAIR-3.ply"]) == ["Chair", "chair-4", "chair-2",
+                                                                                      "CHAIR-3"]
     points = np.array([[0, 0, 0], [1, 0, 0], [0, 2, 0]], dtype=np.float32)
     data = ply_bytes(points, np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0.5]]), np.array([[0, 1, 2]]))
     header = data[:data.index(b"end_header")].decode().splitlines()
@@ -157,3 +163,56 @@ def test_a_progress_bar_on_a_terminal_and_none_in_a_log(runs, tmp_path, capsys, 
     shown = capsys.readouterr()
     assert "predict: " in shown.err and "/4 [" in shown.err and "file/s" in shown.err  # a bar over the 4 files
     assert len(shown.out.splitlines()) == len(files)  # the table rows still print above the bar
+
+
+def test_two_inputs_never_share_an_output_name(runs, tmp_path, capsys):
+    """a/chair, b/chair and chair-2: three files, each named as output_names says, none lost."""
+    rng = np.random.default_rng(7)
+    paths = [tmp_path / "a" / "chair.npy", tmp_path / "b" / "chair.npy", tmp_path / "chair-2.npy"]
+    for path, n in zip(paths, (50, 60, 70)):
+        path.parent.mkdir(exist_ok=True)
+        np.save(path, rng.normal(size=(n, 3)))
+    argv = ["predict", str(runs["part_segmentation"]), *map(str, paths), "--category", "Mug", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    wrote = [line.split("wrote ")[1].split(" and ")[0] for line in capsys.readouterr().out.splitlines()]
+    assert [Path(w).name for w in wrote] == ["chair.parts.ply", "chair-3.parts.ply", "chair-2.parts.ply"]
+    for name, n in (("chair", 50), ("chair-3", 60), ("chair-2", 70)):
+        assert len(np.loadtxt(tmp_path / "o" / f"{name}.parts.txt")) == n
+
+
+def test_a_second_predict_never_replaces_what_is_there(runs, tmp_path, capsys):
+    """Refused before any work (one line naming the files), unless --overwrite, which says what it
+    replaced; outputs of other inputs are left alone and a run writing other names goes ahead."""
+    files = _clouds(tmp_path / "in", sizes=(48, 64))
+    out = tmp_path / "o"
+    assert main(["predict", str(runs["classification"]), str(tmp_path / "in"), "--out", str(out)]) == 0
+    table = (out / "predictions.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["predict", str(runs["classification"]), str(files[0]), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"error: --out {out} already holds 2 file(s) this predict would write "
+                                "(predictions.json, predictions.csv): choose another --out, or give --overwrite "
+                                "to replace them"]
+    assert (out / "predictions.csv").read_bytes() == table
+    assert main(["predict", str(runs["classification"]), str(files[0]), "--out", str(out), "--overwrite"]) == 0
+    assert (f"replaced 2 file(s) that were in {out} before (--overwrite): predictions.json, predictions.csv"
+            in capsys.readouterr().out)
+    assert len((out / "predictions.csv").read_text().splitlines()) == 1 + 5  # one file, its top 5 classes
+    recon = ["predict", str(runs["reconstruction"]), "--out", str(out)]
+    assert main([*recon, str(files[0])]) == 0
+    (out / "c1.recon.ply").write_text("my own notes")  # a file of the user's, named like an output
+    assert main([*recon, str(files[0]), str(files[1])]) == 2
+    assert "already holds 2 file(s) this predict would write (c0.recon.ply, c1.recon.ply)" in capsys.readouterr().err
+    assert (out / "c1.recon.ply").read_text() == "my own notes"
+    assert main([*recon, str(files[2])]) == 0  # m.off: a name of its own
+
+
+def test_a_run_folder_means_its_last_pt(runs, tmp_path, capsys):
+    files = _clouds(tmp_path / "in", sizes=(48,))
+    folder = runs["classification"].parent
+    assert main(["predict", str(folder), str(files[0])]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == f"{folder} is a run folder: using its last.pt"
+    assert main(["predict", str(tmp_path / "in"), str(files[0])]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {tmp_path / 'in'} is a folder without last.pt (a run folder holds the last.pt and best.pt that "
+        "`pointabstract train` writes); its checkpoints: none"]

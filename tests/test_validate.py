@@ -212,3 +212,15 @@ def test_check_shape_any_size_is_written_as_its_letter():
         V.check_shape("u", torch.rand(7, 4), (None, 7, 4), "(B, P, D)")
     with pytest.raises(ValueError, match=r"^b must have shape \(B,\) = \(3,\), got \(2,\)$"):
         V.check_shape("b", torch.rand(2), (3,), "(B,)")
+
+
+def test_check_cloud_squares_refuses_coordinates_whose_squared_distances_overflow():
+    assert V.square_limit(torch.float32) == pytest.approx(5.33e18, rel=1e-3)
+    assert V.square_limit(np.float64) == pytest.approx(3.87e153, rel=1e-3)
+    pos = torch.full((1, 4, 3), 5e18)
+    assert V.check_cloud("pos", pos, squares=True) is pos and V.check_cloud("pos", pos * 100) is not None
+    with pytest.raises(ValueError, match=r"^pos holds coordinates up to 1e\+20 in absolute value: their squared "
+                                         r"distances overflow float32 \(\|coordinates\| must stay below 5.33e\+18\); "
+                                         r"scale the cloud"):
+        V.check_cloud("pos", torch.full((1, 4, 3), -1e20), squares=True)
+    assert V.check_cloud("pos", torch.full((1, 4, 3), -1e20, dtype=torch.float64), squares=True) is not None

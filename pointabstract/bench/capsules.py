@@ -90,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tiny", action="store_true", help="registry test sizes (a smoke test of the bench)")
 
 
+# why a cloud needs MIN_POINTS points (the models refuse fewer: models/capsule_autoencoder.py)
+_FEWEST = "the fewest input points per cloud the capsule autoencoder's encoder takes"
+
 # the training budgets: (steps of 8 clouds, capsule counts, input points, probe shapes)
 SHORT = {"steps": 25, "caps": [12], "points": 1024, "probe": [200, 100]}
 FULL = {"steps": 1500, "caps": [12, 64], "points": 2048, "probe": [2000, 1000]}
@@ -108,6 +111,7 @@ def _data_root(args) -> str:
 def _check_options(args, *, steps: int, train_caps, points: int, probe) -> None:
     """Refuse, before any work, options that are out of range or select nothing to measure."""
     from ..engine.run_dir import check_writable_file
+    from ..models.capsule_autoencoder import MIN_POINTS
     from .records import check_at_least, kept
 
     if not args.routings:
@@ -120,8 +124,10 @@ def _check_options(args, *, steps: int, train_caps, points: int, probe) -> None:
     if not args.skip_timing:
         if not args.caps:
             raise ValueError(f"--caps selects no capsule count; choose from {sorted(SIZES)}")
-        for option in ("batch", "points", "repeats", "cap_points"):
-            check_at_least(f"--{option.replace('_', '-')}", getattr(args, option), 1)
+        for option in ("batch", "repeats"):
+            check_at_least(f"--{option}", getattr(args, option), 1)
+        for option in ("points", "cap_points"):
+            check_at_least(f"--{option.replace('_', '-')}", getattr(args, option), MIN_POINTS, _FEWEST)
         check_at_least("--max-batch-limit", args.max_batch_limit, 0, "0: skip")
         if not args.cap_mb > 0:
             raise ValueError(f"--cap-mb must be > 0, got {args.cap_mb}")
@@ -132,7 +138,7 @@ def _check_options(args, *, steps: int, train_caps, points: int, probe) -> None:
         if not train_caps:
             raise ValueError(f"--train-caps selects no capsule count; choose from {sorted(SIZES)}")
         check_at_least("--seeds", args.seeds, 1, "training runs per routing")
-        check_at_least("--train-points", points, 1)
+        check_at_least("--train-points", points, MIN_POINTS, _FEWEST)
         check_at_least("--probe", min(probe), 0, "0 0: skip")
 
 

@@ -21,7 +21,14 @@ suffix (any case)              read as
 Every problem is a :class:`ShapeFileError` (a ``ValueError``, so the CLI prints it as one
 ``error:`` line) naming the file: unreadable, empty, unknown extension, non-finite
 coordinates, a table or array that is not (N, 3 | 6), a face referring to a missing vertex.
-Coordinates are returned as stored (float32): no centring or scaling. Six unnamed columns
+
+Coordinates are returned as stored, in the file's own precision, never centred or scaled
+(:func:`coordinate_dtype`): float32 where the file stores float32 (binary PLY / PCD ``float``,
+binary STL, a float32 ``.npy``), float64 where it stores doubles or integers, and for every
+text format (ASCII PLY / PCD / STL, OFF, OBJ, ``.xyz`` / ``.txt`` / ``.csv``, which parse to
+float64). So a georeferenced scan (UTM coordinates in the millions of metres) keeps its
+millimetres: the caller centres and scales it in float64 before any cast to a model's float32
+(``pointabstract predict`` does). Normals are float32 (unit vectors need no more). Six unnamed columns
 (a header-less table, an (N, 6) array) hold normals only when columns 4-6 look like unit
 vectors (:func:`~pointabstract.data.datasets.point_table.unit_normals`); otherwise (a scan's
 ``x y z r g b``) only x y z are read and the note says so.
@@ -41,8 +48,8 @@ import numpy as np
 
 from .. import _validate as V
 
-__all__ = ["SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError", "find_shape_files", "read_shape",
-           "sample_shape"]
+__all__ = ["SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError", "coordinate_dtype", "find_shape_files",
+           "read_shape", "sample_shape"]
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv",
                                        ".npy", ".npz")
@@ -54,13 +61,22 @@ class ShapeFileError(ValueError):
     """A shape file that cannot be used; ``str()`` is one line naming the file and what is wrong."""
 
 
+def coordinate_dtype(*arrays: np.ndarray) -> np.dtype:
+    """The precision a reader keeps for coordinates stored in ``arrays`` (the columns or the
+    array as read): float32 when every one holds float32 (or a narrower float), else float64
+    (doubles, integers, text parsed to float64). Never narrower than what is stored."""
+    narrow = all(np.asarray(a).dtype.kind == "f" and np.asarray(a).dtype.itemsize <= 4 for a in arrays)
+    return np.dtype(np.float32 if narrow else np.float64)
+
+
 @dataclass(frozen=True)
 class ShapeFile:
     """One shape as read from a file, in the file's own coordinates.
 
     Attributes:
         path: the file.
-        points: (V, 3) float32 mesh vertices or cloud points.
+        points: (V, 3) mesh vertices or cloud points in the file's own coordinates and precision:
+            float32 where the file stores float32, else float64 (:func:`coordinate_dtype`).
         normals: (V, 3) float32 per-point normals as stored, or None.
         faces: (F, 3) int64 triangles indexing ``points`` (polygons fan-split), None for a cloud.
         note: what the reader decided that the user should hear (e.g. :data:`NO_FACES`).
@@ -205,7 +221,7 @@ def _checked(path: Path, points, normals, faces, note) -> ShapeFile:
         if ((faces < 0) | (faces >= len(points))).any():
             raise ShapeFileError(f"{path}: a face refers to a missing vertex (indices must be in "
                                  f"[0, {len(points)}))")
-    return ShapeFile(path, np.ascontiguousarray(points, dtype=np.float32), normals, faces, note)
+    return ShapeFile(path, np.ascontiguousarray(points, dtype=coordinate_dtype(points)), normals, faces, note)
 
 
 def read_shape(path: str | Path) -> ShapeFile:
@@ -215,8 +231,9 @@ def read_shape(path: str | Path) -> ShapeFile:
         path: the file; its suffix (any case) picks the reader.
 
     Returns:
-        the :class:`ShapeFile`: points (V, 3) float32, normals or None, faces (F, 3) int64 or
-        None, and a note when the reader made a choice (a mesh format without faces).
+        the :class:`ShapeFile`: points (V, 3) as stored (float32 where the file stores float32,
+        else float64: see the module docstring), normals (V, 3) float32 or None, faces (F, 3)
+        int64 or None, and a note when the reader made a choice (a mesh format without faces).
 
     Raises:
         ShapeFileError: one line naming the file, for an unknown extension, a missing or
@@ -303,7 +320,9 @@ def sample_shape(shape: ShapeFile, n: int, *,
     Meshes are sampled with the project's area-weighted sampler
     (:func:`pointabstract.data.synthetic.surface.sample_surface`, the one the OFF loaders use):
     each point on a triangle picked with probability proportional to its area, with that
-    triangle's normal. A point cloud is returned unchanged, whatever its size (reducing it to
+    triangle's normal. A float64 mesh is sampled around its vertex centroid (the sampler's
+    float32 result is an offset from it, added back in float64), so a mesh far from the origin
+    keeps its precision. A point cloud is returned unchanged, whatever its size (reducing it to
     the model's N, e.g. by farthest point sampling, is the caller's choice).
 
     Args:
@@ -312,7 +331,8 @@ def sample_shape(shape: ShapeFile, n: int, *,
         rng: the generator of the mesh samples.
 
     Returns:
-        points: (n, 3) float32 for a mesh, (V, 3) for a cloud.
+        points: (n, 3) for a mesh, (V, 3) for a cloud, in the shape's precision (float32 or
+            float64, as ``shape.points``).
         normals: (n, 3) float32 face normals for a mesh; the cloud's normals or None.
 
     Raises:
@@ -323,7 +343,11 @@ def sample_shape(shape: ShapeFile, n: int, *,
         return shape.points, shape.normals
     from .synthetic.surface import sample_surface
 
+    wide = shape.points.dtype == np.float64
+    centre = shape.points.mean(axis=0) if wide else np.zeros(3)
     try:
-        return sample_surface(shape.points, shape.faces, int(n), rng)
+        points, normals = sample_surface(shape.points - centre if wide else shape.points, shape.faces,
+                                         int(n), rng)
     except ValueError as err:
         raise ShapeFileError(f"{shape.path}: {err}") from None
+    return (points.astype(np.float64) + centre if wide else points), normals

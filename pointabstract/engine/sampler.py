@@ -1,11 +1,22 @@
 """How the trainer and evaluation read a dataset: each process's shard of the sample order, and
-the DataLoader over it."""
+the DataLoader over it.
+
+Ctrl-C reaches every process of the terminal's process group, DataLoader workers included.
+Workers leave it to the main process (which stops them through the DataLoader's own shutdown)
+and say nothing when the main process goes away mid-transfer (:func:`quiet_worker`), so an
+interrupt ends with the one line the command prints, not a worker's "Exception ignored" or
+``BrokenPipeError`` traceback.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+
 import torch
 
-__all__ = ["ShardSampler", "make_loader"]
+__all__ = ["ShardSampler", "make_loader", "quiet_worker"]
 
 
 class ShardSampler(torch.utils.data.Sampler):
@@ -49,4 +60,23 @@ def make_loader(ds, sampler, batch_size: int, workers: int, *, generator: torch.
 
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, sampler=sampler, num_workers=workers,
                                        collate_fn=collate, persistent_workers=False, generator=generator,
-                                       multiprocessing_context="fork" if workers else None)
+                                       multiprocessing_context="fork" if workers else None,
+                                       worker_init_fn=quiet_worker if workers else None)
+
+
+def quiet_worker(worker_id: int) -> None:
+    """Start-up of a DataLoader worker (``worker_init_fn``): Ctrl-C (SIGINT) is ignored, the main
+    process handles it and shuts the workers down; SIGTERM (the DataLoader's own ``terminate`` of a
+    worker that does not stop, or a scheduler ending the job) ends the worker at once without a
+    traceback, instead of the main process's handler (inherited through fork) raising inside the
+    worker's exit; a broken connection to the main process (it stopped mid-transfer) is not
+    printed. Everything else is reported as before."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))
+    hook = sys.excepthook
+
+    def quiet(kind, value, traceback):
+        if not issubclass(kind, (BrokenPipeError, ConnectionResetError)):
+            hook(kind, value, traceback)
+
+    sys.excepthook = quiet

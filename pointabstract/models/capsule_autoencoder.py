@@ -193,7 +193,8 @@ class CapsuleAutoencoder(nn.Module):
 
     def encode(self, pos: torch.Tensor):
         """pos (B, N, 3) -> latent capsules (B, L, D'), assignments (B, P, L), primary (B, P, D)."""
-        V.check_cloud("pos", pos, min_points=MIN_POINTS)  # an empty batch would fail in the routing
+        # an empty batch would fail in the routing; coordinates beyond the square limit in its norms
+        V.check_cloud("pos", pos, min_points=MIN_POINTS, squares=True)
         primary = self.primary(pos)
         v, assignments = self.routing(primary)
         return v, assignments, primary

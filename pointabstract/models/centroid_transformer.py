@@ -135,7 +135,7 @@ class CentroidTransformer(nn.Module):
             neighbour indices used by its attention (None for full attention) and, for
             centroid blocks, ``init_idx`` (B, M) the inputs its centroids started from.
         """
-        V.check_cloud("pos", pos)
+        V.check_cloud("pos", pos, squares=True)
         if self.cfg.in_channels:
             V.check_features("features", features, pos, channels=self.cfg.in_channels)
         x = self.embed_points(pos, features if self.cfg.in_channels else None)

@@ -150,7 +150,7 @@ class SequoiaSegmenter(nn.Module):
         Returns:
             ``{"logits": (B, N, num_parts)}`` (unrestricted: the task masks other categories).
         """
-        V.check_cloud("pos", pos)
+        V.check_cloud("pos", pos, squares=True)
         V.check_ids("category", category, (pos.shape[0],), "(B,)", high=self.cfg.num_categories)
         outs, tree = self.backbone(pos, features)
         onehot = F.one_hot(category, self.cfg.num_categories).to(outs[-1].dtype)  # (B, 16)
@@ -182,7 +182,7 @@ class SequoiaClassifier(nn.Module):
         Returns:
             ``{"logits": (B, num_classes)}``.
         """
-        V.check_cloud("pos", pos)
+        V.check_cloud("pos", pos, squares=True)
         outs, tree = self.backbone(pos, features)
         out = {"logits": self.head(torch.cat([max_over(outs[-1], 1), outs[-1].mean(1)], -1))}
         if return_features:

@@ -6,6 +6,11 @@ written), under a progress bar when stderr is a terminal. A file that cannot be 
 too few points, no category, ...) is reported on stderr as ``skipped FILE: reason`` and the
 others are still predicted and written; the exit code is then 1 (0: every file predicted; 2: a
 user error stopped the command, e.g. a bad checkpoint or an option of another task).
+
+It never replaces a file it did not write in this run: when ``--out`` already holds a file this
+run would write (an earlier ``predictions.csv``, a ``chair.recon.ply``), the command stops before
+reading any input, naming the files; ``--overwrite`` replaces them and says which. A run folder
+given as the checkpoint means its ``last.pt`` (said in one line).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .. import _validate as V
-from .writers import output_names, write_classes, write_parts, write_reconstruction
+from .writers import existing_outputs, output_names, write_classes, write_parts, write_reconstruction
 
 __all__ = ["add_parser", "run"]
 
@@ -34,7 +39,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description="Classify, reconstruct or part-segment shape files with a trained "
                                           "checkpoint; no dataset needed.", epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", type=Path, help="a trainer checkpoint (last.pt / best.pt)")
+    p.add_argument("checkpoint", type=Path, help="a trainer checkpoint (last.pt / best.pt), or a run folder "
+                                                 "(its last.pt)")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="shape files, folders or globs")
     p.add_argument("--top-k", type=int, dest="top_k",
                    help="classification: classes shown per file (default 5)")
@@ -48,6 +54,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                              "(ModelNet's OFF meshes, many scans; turned to y up)")
     p.add_argument("--per-capsule", action="store_true", dest="per_capsule",
                    help="reconstruction: also one PLY per latent capsule")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace files of an earlier predict in --out (without it they are refused, "
+                        "before any work)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.set_defaults(func=run)
     return p
@@ -56,31 +65,59 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Predict every input file; returns the exit code (module docstring)."""
     from . import load
+    from .loading import checkpoint_file
 
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out} is a file, not a folder")
     from .prepare import UP_ROTATIONS
 
     V.check_choice("--up", args.up, UP_ROTATIONS, note=" (the files' up axis)")
-    predictor = load(args.checkpoint, device=args.device)
+    checkpoint = checkpoint_file(args.checkpoint)
+    if checkpoint != args.checkpoint:
+        print(f"{args.checkpoint} is a run folder: using its {checkpoint.name}", file=sys.stderr, flush=True)
+    predictor = load(checkpoint, device=args.device)
     predictor.check_options(flags=True, top_k=args.top_k, votes=args.votes, category=args.category,
                             per_capsule=args.per_capsule or None)
     files, skipped = _files(args.inputs)
     out = args.out if args.out is not None or predictor.task == "classification" else Path("predictions")
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)  # a folder under a file fails here, before any work
     names = dict(zip(files, output_names([str(f) for f in files])))
-    results = []
+    there = _check_out(out, predictor.task, list(names.values()), args)
+    results, written = [], []
     for chunk in _chunks(files, predictor.batch_size, progress=sys.stderr.isatty()):
         prepared = [p for f in chunk if (p := _prepared(predictor, f, args, skipped)) is not None]
         if prepared:
             found = predictor.run(prepared, top_k=args.top_k, votes=args.votes, category=args.category)
-            results += [_report(predictor, p, r, out, names[p.cloud.path], args)
-                        for p, r in zip(prepared, found)]
+            for p, r in zip(prepared, found):
+                written += _report(predictor, p, r, out, names[p.cloud.path], args)
+                results.append(r)
     if predictor.task == "classification" and out is not None and results:
-        written = write_classes(results, out)
-        print(f"wrote {written[0]} and {written[1]}")
+        tables = write_classes(results, out)
+        written += tables
+        print(f"wrote {tables[0]} and {tables[1]}")
+    replaced = [p for p in there if p in set(written)]
+    if replaced:
+        print(f"replaced {len(replaced)} file(s) that were in {out} before (--overwrite): "
+              f"{', '.join(p.name for p in replaced[:5])}{' ...' if len(replaced) > 5 else ''}")
     return _summary(len(results), skipped)
+
+
+def _check_out(out: Path | None, task: str, names: list[str], args) -> list[Path]:
+    """Create ``out`` (a folder under a file fails here, before any work); ValueError when it holds
+    files this run would write and ``--overwrite`` is not given. Returns those files (the ones
+    ``--overwrite`` may replace)."""
+    if out is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    there = existing_outputs(out, task, names, per_capsule=args.per_capsule)
+    folders = [p for p in there if p.is_dir()]
+    if folders:
+        raise ValueError(f"--out {out}: {folders[0]} is a folder where this predict writes a file; move it "
+                         "or choose another --out")
+    if there and not args.overwrite:
+        shown = ", ".join(p.name for p in there[:3]) + (" ..." if len(there) > 3 else "")
+        raise ValueError(f"--out {out} already holds {len(there)} file(s) this predict would write "
+                         f"({shown}): choose another --out, or give --overwrite to replace them")
+    return there
 
 
 def _files(inputs: list[str]) -> tuple[list[Path], list[str]]:
@@ -130,13 +167,14 @@ def _prepared(predictor, path: Path, args, skipped: list[str]):
         return None
 
 
-def _report(predictor, prepared, result, out: Path | None, name: str, args):
-    """Write ``result``'s files and print its line; returns the result."""
+def _report(predictor, prepared, result, out: Path | None, name: str, args) -> list[Path]:
+    """Write ``result``'s files and print its line; returns the files written."""
     notes = f"  [{'; '.join(result.notes)}]" if result.notes else ""
     if predictor.task == "classification":
         row = "  ".join(f"{n} {p:.3f}" for n, p in zip(result.names, result.probabilities))
         _print(f"{result.source}: {row}{notes}")
-    elif predictor.task == "reconstruction":
+        return []
+    if predictor.task == "reconstruction":
         paths = write_reconstruction(result, out, name, per_capsule=args.per_capsule)
         _print(f"{result.source}: Chamfer {result.chamfer * 1e3:.3f} x 1e-3 (unit sphere), wrote {paths[0]}"
                f"{f' and {len(paths) - 1} capsule files' if len(paths) > 1 else ''}{notes}")
@@ -144,7 +182,7 @@ def _report(predictor, prepared, result, out: Path | None, name: str, args):
         paths = write_parts(result, out, name, faces=prepared.cloud.faces)
         _print(f"{result.source}: {len(result.labels)} points, {result.category}, wrote {paths[0]} and "
                f"{paths[1].name}{notes}")
-    return result
+    return paths
 
 
 def _print(line: str) -> None:

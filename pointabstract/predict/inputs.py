@@ -1,9 +1,11 @@
 """What a predictor accepts, turned into clouds: paths, arrays (NumPy or torch), lists of either.
 
-Each input becomes one :class:`Cloud` in its own coordinates: a file is read by
-:func:`pointabstract.data.files.read_shape` (its note, e.g. a mesh without faces used as a
-cloud, is kept), an array row-wise as ``x y z [nx ny nz]``. Bad input is a ValueError naming
-the input and what is wrong.
+Each input becomes one :class:`Cloud` in its own coordinates and precision: a file is read by
+:func:`pointabstract.data.files.read_shape` (float64 where it stores doubles or text, float32
+where it stores float32; its note, e.g. a mesh without faces used as a cloud, is kept), an array
+row-wise as ``x y z [nx ny nz]`` (float64 for float64 or integer arrays, float32 for float32
+ones). Nothing is cast to float32 before :mod:`.prepare` has centred and scaled it. Bad input is
+a ValueError naming the input and what is wrong.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ class Cloud:
     """One input as read, in its own coordinates."""
 
     name: str  # the file path, or "cloud <i>" for an array
-    points: np.ndarray  # (V, 3) float32: a cloud's points or a mesh's vertices
+    points: np.ndarray  # (V, 3) a cloud's points or a mesh's vertices, float32 or float64 as given
     normals: np.ndarray | None = None  # (V, 3) float32 or None
     faces: np.ndarray | None = None  # (F, 3) int64 for a mesh, else None
     path: Path | None = None
@@ -95,8 +97,7 @@ def read_cloud(path: str | Path) -> Cloud:
 
     shape = read_shape(path)
     notes = [shape.note] if shape.note else []
-    return Cloud(str(path), np.asarray(shape.points, dtype=np.float32), shape.normals, shape.faces,
-                 Path(path), notes, shape)
+    return Cloud(str(path), shape.points, shape.normals, shape.faces, Path(path), notes, shape)
 
 
 def array_cloud(array: np.ndarray, name: str) -> Cloud:
@@ -109,6 +110,7 @@ def array_cloud(array: np.ndarray, name: str) -> Cloud:
     if not np.isfinite(array).all():
         row = int(np.flatnonzero(~np.isfinite(array).all(1))[0])
         raise ValueError(f"{name} holds NaN or Inf values (first at point {row})")
-    array = array.astype(np.float32)
-    normals = np.ascontiguousarray(array[:, 3:6]) if array.shape[1] == 6 else None
-    return Cloud(name, np.ascontiguousarray(array[:, :3]), normals)
+    from ..data.files import coordinate_dtype
+
+    normals = np.ascontiguousarray(array[:, 3:6], dtype=np.float32) if array.shape[1] == 6 else None
+    return Cloud(name, np.ascontiguousarray(array[:, :3], dtype=coordinate_dtype(array)), normals)

@@ -31,7 +31,7 @@ from ..engine.restored import load_weights
 from ..engine.tasks import build_task
 from ..models import build_model
 
-__all__ = ["Trained", "load_trained"]
+__all__ = ["Trained", "checkpoint_file", "load_trained"]
 
 _REGISTRY_CLASSES = {"modelnet40": MODELNET40, "modelnet10": MODELNET10}
 
@@ -55,14 +55,32 @@ class Trained:
                                          "reconstruction": "category_names"}[self.config.task]))
 
 
-def load_trained(path: str | Path, *, device: str | torch.device = "cpu") -> Trained:
-    """Rebuild the model saved in ``path`` for prediction.
+def checkpoint_file(path: str | Path) -> Path:
+    """``path`` itself, or for a run folder (a ``log.out_dir``) its ``last.pt``.
 
     Raises:
-        FileNotFoundError: no such checkpoint.
+        FileNotFoundError: a folder without ``last.pt``, naming what it holds.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    if (path / "last.pt").is_file():
+        return path / "last.pt"
+    held = sorted(p.name for p in path.glob("*.pt"))
+    raise FileNotFoundError(f"{path} is a folder without last.pt (a run folder holds the last.pt and best.pt "
+                            f"that `pointabstract train` writes); its checkpoints: {held or 'none'}")
+
+
+def load_trained(path: str | Path, *, device: str | torch.device = "cpu") -> Trained:
+    """Rebuild the model saved in ``path`` (a checkpoint, or a run folder: its ``last.pt``) for
+    prediction.
+
+    Raises:
+        FileNotFoundError: no such checkpoint (or a folder without ``last.pt``).
         ValueError: not a pointabstract checkpoint, NaN weights, a config this version cannot
             read, weights that do not fit the model of its config, no class names.
     """
+    path = checkpoint_file(path)
     ckpt = load_checkpoint(path)
     check_finite_weights(ckpt["model"], str(path))
     dev = check_device(device)

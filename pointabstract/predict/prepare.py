@@ -21,6 +21,15 @@ Steps, in order (each one that changes the input adds a note to the result):
    transform, ``task.transform(train=False)``); ``"none"`` feeds them as given, as ``eval`` feeds
    a dataset sample. The centre and radius are kept, so outputs are mapped back into the input's
    own coordinates.
+
+**Precision.** A float64 input (a file storing doubles or text, a float64 array) stays float64
+through every step above: farthest point sampling ranks the points in their own unit sphere, the
+rotation and the frame are computed in float64, and only the model's input ``pos`` is cast to
+float32, after centring and scaling. ``seen`` and every result mapped back
+(:meth:`Prepared.to_input_frame`) are in the input's precision, so a scan at UTM coordinates
+(x 512,345 m, y 5,412,345 m, where float32 steps by 0.03 m / 0.5 m) gets the prediction of the
+same scan at the origin. A model input that float32 cannot hold (beyond its range, or
+coordinates whose squares overflow it; :func:`check_model_input`) is refused naming the input.
 """
 
 from __future__ import annotations
@@ -33,7 +42,8 @@ from .. import _validate as V
 from ..data import NormalizeUnitSphere, point_indices
 from .inputs import Cloud
 
-__all__ = ["NORMALIZE", "Prepared", "UP_ROTATIONS", "minimum_points", "prepare", "training_frame"]
+__all__ = ["NORMALIZE", "Prepared", "UP_ROTATIONS", "check_model_input", "minimum_points", "prepare",
+           "training_frame"]
 
 NORMALIZE = ("unit_sphere", "none")
 # the input's up axis -> the rotation R taking it to the model's y-up frame (p -> p @ R.T); exact
@@ -64,16 +74,17 @@ class Prepared:
     cloud: Cloud
     pos: np.ndarray  # (N, 3) float32 in the model's frame
     normal: np.ndarray | None  # (N, 3) float32 when the model takes normals
-    seen: np.ndarray  # (N, 3) float32: the same N points in the input's coordinates
+    seen: np.ndarray  # (N, 3) the same N points in the input's coordinates and precision
     centre: np.ndarray  # (3,) float64: seen = (pos * radius + centre) @ rotation
     radius: float
     notes: list[str] = field(default_factory=list)
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3): model axes = input @ rotation.T
 
     def to_input_frame(self, points: np.ndarray) -> np.ndarray:
-        """(M, 3) points of the model's frame in the input's coordinates (float32)."""
+        """(M, 3) points of the model's frame in the input's coordinates, in the input's precision
+        (float64 arithmetic; the dtype of :attr:`seen`)."""
         turned = np.asarray(points, dtype=np.float64) * self.radius + self.centre
-        return (turned @ self.rotation).astype(np.float32)
+        return (turned @ self.rotation).astype(self.seen.dtype)
 
 
 def minimum_points(num_points: int) -> int:
@@ -98,8 +109,8 @@ def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed
                          "cloud has none (give x y z nx ny nz columns, or a mesh)")
     rotation = UP_ROTATIONS[up]
 
-    def turn(a: np.ndarray) -> np.ndarray:  # the exact rotation; y up: untouched
-        return a if up == "y" else (a.astype(np.float64) @ rotation.T).astype(np.float32)
+    def turn(a: np.ndarray) -> np.ndarray:  # the exact rotation in float64, kept in a's dtype; y up: as is
+        return a if up == "y" else (a.astype(np.float64) @ rotation.T).astype(a.dtype)
 
     turned = turn(pos)
     sample = {"pos": turned, **({"normal": turn(normal)} if use_normals else {})}
@@ -107,9 +118,30 @@ def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed
         notes.append(f"{up} up: turned so that {up} points along the model's y axis")
     centre, radius = (np.zeros(3), 1.0) if transform is None else NormalizeUnitSphere.frame(turned)
     if transform is not None:
-        sample = transform(sample)
-    return Prepared(cloud, np.ascontiguousarray(sample["pos"], dtype=np.float32), sample.get("normal"), pos,
-                    centre, radius, [*cloud.notes, *notes], rotation)
+        sample = transform(sample)  # float64 in, float64 arithmetic and out (the transforms keep dtypes)
+    model_pos = check_model_input(cloud.name, sample["pos"], normalized=transform is not None)
+    return Prepared(cloud, model_pos, sample.get("normal"), pos, centre, radius, [*cloud.notes, *notes],
+                    rotation)
+
+
+def check_model_input(name: str, pos: np.ndarray, *, normalized: bool) -> np.ndarray:
+    """``pos`` (N, 3) in the model's frame as the model's float32 input; ValueError naming ``name``
+    when float32 cannot hold it: a value beyond float32's range, or coordinates whose squares
+    (the distances and normalisations every model computes) overflow float32
+    (:func:`pointabstract._validate.square_limit`). With ``normalized`` (the unit-sphere frame)
+    neither can happen."""
+    from .._validate import square_limit
+
+    extent = float(np.abs(pos).max()) if len(pos) else 0.0
+    limit = square_limit(np.float32)
+    if extent > limit:
+        beyond = extent > float(np.finfo(np.float32).max)
+        what = "beyond float32's range" if beyond else "whose squares overflow float32"
+        hint = "" if normalized else "; normalize='unit_sphere' brings it into the models' unit sphere"
+        raise ValueError(f"{name}: coordinates up to {extent:.3g} in the model's frame, {what} (the model "
+                         f"computes squared distances in float32: |coordinates| must stay below "
+                         f"{limit:.3g}){hint}")
+    return np.ascontiguousarray(pos, dtype=np.float32)
 
 
 def _pick(cloud: Cloud, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
@@ -118,9 +150,9 @@ def _pick(cloud: Cloud, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | Non
     if cloud.is_mesh:
         from ..data.files import sample_shape
 
-        pos, normal = sample_shape(cloud.shape, n, rng=rng)
-        return (np.asarray(pos, dtype=np.float32), normal,
-                [f"mesh of {len(cloud.points)} vertices: {n} points sampled by area (seed {seed})"])
+        pos, normal = sample_shape(cloud.shape, n, rng=rng)  # in the mesh's precision
+        return pos, normal, [f"mesh of {len(cloud.points)} vertices: {n} points sampled by area (seed "
+                             f"{seed})"]
     v = len(cloud.points)
     if v < minimum_points(n):
         raise ValueError(f"{cloud.name}: has {v} points, fewer than the {minimum_points(n)} this model needs "
@@ -128,10 +160,11 @@ def _pick(cloud: Cloud, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | Non
     if v == n:
         idx, notes = np.arange(n), []
     elif v > n:
-        idx = point_indices(v, n, sampling="fps", pos=cloud.points)
+        centre, radius = NormalizeUnitSphere.frame(cloud.points)  # FPS ranks alike after a shift and scale,
+        idx = point_indices(v, n, sampling="fps", pos=(cloud.points - centre) / radius)  # float32-safe there
         notes = [f"{v} points reduced to the model's {n} by farthest point sampling"]
     else:
         idx = point_indices(v, n, sampling="first", rng=rng, undersized="repeat")
         notes = [f"{v} points, fewer than the model's {n}: {n - v} of them repeated (seed {seed})"]
     normal = None if cloud.normals is None else np.ascontiguousarray(cloud.normals[idx], dtype=np.float32)
-    return np.ascontiguousarray(cloud.points[idx], dtype=np.float32), normal, notes
+    return np.ascontiguousarray(cloud.points[idx]), normal, notes

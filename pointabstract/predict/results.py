@@ -1,6 +1,8 @@
 """What :meth:`Predictor.predict <pointabstract.predict.Predictor.predict>` returns: one small
-frozen dataclass per input, by task. Points are in the input's own coordinates; ``notes`` says
-what was done to the input on the way (sampling, FPS, repeated points, a mesh read as a cloud).
+frozen dataclass per input, by task. Points are in the input's own coordinates and precision
+(float64 for a float64 input: a file storing doubles or text, a float64 array; float32 for a
+float32 one); ``notes`` says what was done to the input on the way (sampling, FPS, repeated
+points, a mesh read as a cloud).
 """
 
 from __future__ import annotations
@@ -44,10 +46,10 @@ class Reconstruction:
 
     Attributes:
         source: the file path, or ``"cloud <i>"``.
-        points: (N_out, 3) float32 decoded points, in the input's coordinates.
+        points: (N_out, 3) decoded points, in the input's coordinates and precision.
         capsule: (N_out,) int64 the latent capsule that decoded each point, in [0, num_capsules).
         num_capsules: L, the model's latent capsules.
-        input_points: (N, 3) float32 the N points the model encoded, in the input's coordinates.
+        input_points: (N, 3) the N points the model encoded, in the input's coordinates and precision.
         chamfer: Chamfer distance between ``points`` and ``input_points`` as ``eval`` reports
             it: squared Euclidean, mean per direction, both directions summed, in unit-sphere
             radii (the input's radius = 1), so comparable across inputs and with ``eval``.
@@ -80,9 +82,9 @@ class PartPrediction:
         source: the file path, or ``"cloud <i>"``.
         category: the ShapeNetPart category the logits were restricted to.
         labels: (V,) int64 global part id of each input point, in input order.
-        points: (V, 3) float32 the input points (input coordinates, input order).
+        points: (V, 3) the input points (input coordinates, order and precision).
         part_names: global part id -> name, for the category's parts.
-        model_points: (N, 3) float32 the points the model saw (input coordinates).
+        model_points: (N, 3) the points the model saw (input coordinates and precision).
         model_labels: (N,) int64 their predicted global part ids.
         votes: how many copies were averaged.
         notes: what was done to the input.

@@ -53,9 +53,19 @@ def _labels(trained, chunk: list[Prepared], category: torch.Tensor, votes: int, 
 
 def carry_labels(points: np.ndarray, seen: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """(V,) labels of ``points`` (V, 3): each takes the label of its nearest point of ``seen``
-    (N, 3), whose labels are ``labels`` (N,) (``ops.knn`` k = 1; ties to the lower index)."""
-    query = torch.from_numpy(np.ascontiguousarray(points, dtype=np.float32))[None]
-    ref = torch.from_numpy(np.ascontiguousarray(seen, dtype=np.float32))[None]
+    (N, 3), whose labels are ``labels`` (N,) (``ops.knn`` k = 1; ties to the lower index).
+
+    Both are brought into the unit sphere of ``seen`` in float64 before the float32 search (nearest
+    neighbours do not change under a shift and a scale), so clouds far from the origin (UTM
+    coordinates) or beyond float32's range are matched at their own precision, not float32's."""
+    from ..data import NormalizeUnitSphere
+
+    centre, radius = NormalizeUnitSphere.frame(seen)
+
+    def local(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray((a - centre) / radius, dtype=np.float32))[None]
+
+    query, ref = local(points), local(seen)
     _, idx = knn(query, ref, 1)  # (1, V, 1) indexes seen
     return np.asarray(labels)[idx[0, :, 0].numpy()]
 

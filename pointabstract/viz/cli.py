@@ -112,6 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"the window (classification: {' '.join(KEYMAP)}; autoencoder: "
                              f"{' '.join(capsule_app.KEYMAP)}; part segmentation: "
                              f"{' '.join(segmentation_app.SEG_KEYMAP)})")
+    parser.add_argument("--overwrite", action="store_true", help="let --png/--html/--figure replace any file")
     parser.add_argument("--screenshot-dir", type=Path, default=Path("."), help="where S saves screenshots")
     parser.add_argument("--device", default="cpu", help="torch device of the model")
     parser.add_argument("--context-pool", type=int, metavar="BLOCK", dest="context_pool",
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Load the checkpoint, then show the window or write the PNG / figure. Returns the exit code."""
     from ..engine import MissingDatasetError
+    from .core.outputs import check_outputs
     from .core.render import RenderError
     from .core.window import NO_DISPLAY, NoDisplayError, has_display
     from .tasks import STATES, viewer_state
@@ -153,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
         _check_input(args)
         if args.compare is not None and args.figure is None:
             raise ValueError("--compare needs --figure OUT.png (the figure of both checkpoints)")
+        outputs = {f"--{o}": getattr(args, o) for o in ("html", "figure", "png")}  # checked before any work
+        for path in check_outputs(outputs, overwrite=args.overwrite):
+            print(f"replacing {path}, a file pointabstract view did not write (--overwrite)")
         if args.html is not None:
             return _html(args)
         if args.figure is not None:
@@ -258,14 +263,12 @@ def _figure(args: argparse.Namespace) -> int:
 
 def _html(args: argparse.Namespace) -> int:
     """``--html OUT``: the task's browser page (:data:`~.tasks.HTMLS`), the path checked first."""
-    from .core.html import check_out_path
     from .tasks import write_html
 
     others = [f"--{name.replace('_', '-')}" for name in ("png", "figure", "keys", "context_pool", "compare")
               if getattr(args, name, None) is not None]
     if others:
         raise ValueError(f"--html writes the page alone; drop {' and '.join(others)}")
-    check_out_path(args.html)  # a bad path is said before the checkpoint is loaded
     session = _session(args)
     _check_options(args, session.config.task)
     out = write_html(session, args.html, args=args, index=args.index, samples=args.samples)

@@ -91,28 +91,29 @@ def write_pcd(path: Path, *, binary: bool, normals: bool = True, extra: bool = T
 
 def _same_mesh(shape: ShapeFile, vertices=BOX, triangles=TRIANGLES):
     """Equal as triangle sets over vertex positions (readers may renumber vertices)."""
-    assert shape.is_mesh and shape.points.dtype == np.float32 and shape.faces.dtype == np.int64
+    assert shape.is_mesh and shape.points.dtype in (np.float32, np.float64) and shape.faces.dtype == np.int64
     got = sorted(tuple(sorted(map(tuple, shape.points[f].tolist()))) for f in shape.faces)
     want = sorted(tuple(sorted(map(tuple, vertices[f].tolist()))) for f in triangles)
     assert got == want
 
 
-@pytest.mark.parametrize("name, write", [
-    ("box.off", write_off_box),
-    ("crlf.off", lambda p: write_off_box(p, crlf=True, glued=True)),
-    ("box.obj", write_obj_box),
-    ("relative.obj", lambda p: write_obj_box(p, negative=True)),
-    ("ascii.ply", write_ply_box),
-    ("le.ply", lambda p: write_ply_box(p, fmt="binary_little_endian")),
-    ("be.ply", lambda p: write_ply_box(p, fmt="binary_big_endian")),
-    ("ascii.stl", lambda p: write_stl_box(p, binary=False)),
-    ("binary.stl", lambda p: write_stl_box(p, binary=True)),
-    ("solid.STL", lambda p: write_stl_box(p, binary=True, solid_header=True)),
+@pytest.mark.parametrize("name, write, dtype", [
+    ("box.off", write_off_box, np.float64),
+    ("crlf.off", lambda p: write_off_box(p, crlf=True, glued=True), np.float64),
+    ("box.obj", write_obj_box, np.float64),
+    ("relative.obj", lambda p: write_obj_box(p, negative=True), np.float64),
+    ("ascii.ply", write_ply_box, np.float64),
+    ("le.ply", lambda p: write_ply_box(p, fmt="binary_little_endian"), np.float32),
+    ("be.ply", lambda p: write_ply_box(p, fmt="binary_big_endian"), np.float32),
+    ("ascii.stl", lambda p: write_stl_box(p, binary=False), np.float64),
+    ("binary.stl", lambda p: write_stl_box(p, binary=True), np.float32),
+    ("solid.STL", lambda p: write_stl_box(p, binary=True, solid_header=True), np.float32),
 ])
-def test_every_mesh_format_reads_the_same_box(tmp_path, name, write):
+def test_every_mesh_format_reads_the_same_box(tmp_path, name, write, dtype):
     shape = read_shape(write(tmp_path / name))
     _same_mesh(shape)
     assert shape.note is None and shape.path == tmp_path / name
+    assert shape.points.dtype == dtype  # the file's precision: text parses to float64
 
 
 def test_exact_vertices_and_fans_where_the_format_keeps_the_order(tmp_path):
@@ -289,7 +290,7 @@ def test_mesh_formats_without_faces_are_clouds_with_a_note(tmp_path, name, text)
 def test_box_samples_are_spread_by_area(tmp_path):
     shape = read_shape(write_obj_box(tmp_path / "box.obj"))
     points, normals = sample_shape(shape, 22_000, rng=np.random.default_rng(0))
-    assert points.shape == normals.shape == (22_000, 3) and points.dtype == np.float32
+    assert points.shape == normals.shape == (22_000, 3) and points.dtype == np.float64  # an OBJ is text
     # every point lies on one of the six faces; their areas are 6, 6, 3, 3, 2, 2 of 22
     on = {"x": np.isclose(points[:, 0], 0) | np.isclose(points[:, 0], 1),
           "y": np.isclose(points[:, 1], 0) | np.isclose(points[:, 1], 2),
@@ -306,7 +307,7 @@ def test_sampling_is_seeded_and_binary_ascii_give_the_same_samples(tmp_path):
     b = read_shape(write_stl_box(tmp_path / "b.stl", binary=True))
     sa = sample_shape(a, 50, rng=np.random.default_rng(7))
     sb = sample_shape(b, 50, rng=np.random.default_rng(7))
-    np.testing.assert_array_equal(sa[0], sb[0])
+    np.testing.assert_allclose(sa[0], sb[0], atol=1e-6)  # float64 (ascii) and float32 (binary) storage
     assert not np.array_equal(sa[0], sample_shape(a, 50, rng=np.random.default_rng(8))[0])
 
 
@@ -432,7 +433,7 @@ def test_real_modelnet_meshes_read_as_read_off_reads_them(realdata):
     for path in files:
         shape = read_shape(path)
         vertices, faces = read_off(path)
-        np.testing.assert_array_equal(shape.points, vertices.astype(np.float32))
+        np.testing.assert_array_equal(shape.points, vertices)  # text: float64, as read_off reads it
         np.testing.assert_array_equal(shape.faces, faces)
         points, normals = sample_shape(shape, 256, rng=np.random.default_rng(0))
         assert points.shape == (256, 3) and np.isfinite(points).all()

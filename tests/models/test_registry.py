@@ -109,3 +109,24 @@ def test_tiny_batch_overfits():
         loss.backward()
         opt.step()
     assert loss.item() < 0.05
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_huge_finite_coordinates_are_handled_or_refused_naming_pos(name):
+    """Below the float32 square limit (5.3e18) every model gives finite outputs; beyond it, where
+    distances, attention and LayerNorm would overflow into NaN, the model refuses ``pos`` in one
+    line instead of returning NaN logits or blaming an inner tensor for NaN or Inf."""
+    torch.manual_seed(0)
+    model = build_model(name, tiny=True).eval()
+    task = MODELS[name].task
+
+    def run(scale):
+        pos = (torch.rand(2, 64, 3) * 2 - 1) * scale
+        with torch.no_grad():
+            out = model(pos, torch.zeros(2, dtype=torch.int64)) if task == "part_segmentation" else model(pos)
+        return out["logits" if "logits" in out else "points"]
+
+    assert torch.isfinite(run(5e18)).all()
+    with pytest.raises(ValueError, match=r"^pos holds coordinates up to .*e\+19 in absolute value: their squared "
+                                         r"distances overflow float32"):
+        run(9e19)

@@ -160,3 +160,20 @@ def test_view_png_in_a_fresh_process_without_display_finishes_fast_and_draws_the
         assert mask[:, :640].sum() > 20 and mask[:, 640:].sum() > 20  # in both panels
     backend = png_backend(out)
     assert backend in ("offscreen", "legacy", "software") and f"drawn by the {backend} renderer" in proc.stdout
+
+
+def test_png_replaces_only_its_own_pictures_unless_overwrite(o3d, tiny_run, tmp_path, capsys, monkeypatch):
+    """A PNG of the user's under the --png name is refused before loading; --overwrite replaces it
+    and says so; the picture written then is the viewer's own, replaced by the next run without a word."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    (tmp_path / "v.png").write_text("a picture of mine")
+    small = ["--width", 160, "--height", 100]
+    code, _, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png", *small)
+    assert code == 2
+    _one_error_line(err, "a file that pointabstract view did not write is there")
+    assert (tmp_path / "v.png").read_text() == "a picture of mine"
+    code, out, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png", "--overwrite", *small)
+    assert code == 0, err
+    assert f"replacing {tmp_path / 'v.png'}, a file pointabstract view did not write (--overwrite)" in out
+    code, out, err = _run(capsys, tiny_run[0], "--png", tmp_path / "v.png", *small)
+    assert code == 0 and "replacing" not in out, err

@@ -157,6 +157,10 @@ def read_h5(path: str | Path, *, required: dict[str, tuple],
 
     Returns:
         dict name -> numpy array. All datasets have the same first dimension S.
+
+    Raises:
+        ValueError: naming the file: unreadable, a dataset missing or of the wrong shape, or no
+            shape at all (S = 0 in the first required dataset).
     """
     import h5py
 
@@ -178,6 +182,10 @@ def read_h5(path: str | Path, *, required: dict[str, tuple],
                 out[name] = array
     except OSError as err:
         raise ValueError(f"{path}: cannot read HDF5 file ({err})") from err
+    first = next(iter(required))
+    if not len(out[first]):
+        raise ValueError(f"{path}: holds no shape (dataset {first!r} has shape {out[first].shape}); remove "
+                         "the file or write its shapes")
     sizes = {name: len(a) for name, a in out.items()}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"{path}: datasets disagree on the number of samples: {sizes}")

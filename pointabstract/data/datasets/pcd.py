@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import coordinate_dtype
+
 __all__ = ["read_pcd"]
 
 _KEYS = ("VERSION", "FIELDS", "SIZE", "TYPE", "COUNT", "WIDTH", "HEIGHT", "VIEWPOINT", "POINTS", "DATA")
@@ -82,7 +84,7 @@ def _columns(path: Path, raw: bytes, offset: int, header: dict, dtype: np.dtype,
             raise ValueError(f"{path}: truncated: {count} points need {dtype.itemsize * count} bytes, "
                              f"the file has {len(raw) - offset}")
         rows = np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
-        return {n: rows[n][:, 0].astype(np.float64) for n in dtype.names}
+        return {n: rows[n][:, 0].astype(coordinate_dtype(rows[n])) for n in dtype.names}
     hint = " (re-save it with 'DATA binary' or 'DATA ascii', e.g. pcl_convert_pcd_ascii_binary)" \
         if mode == "binary_compressed" else ""
     raise ValueError(f"{path}: unsupported PCD storage 'DATA {mode}'{hint}")
@@ -95,8 +97,10 @@ def read_pcd(path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
         path: the ``.pcd`` file.
 
     Returns:
-        points: (N, 3) float64 from the fields ``x y z``.
-        normals: (N, 3) float64 from ``normal_x normal_y normal_z``, or None without them.
+        points: (N, 3) from the fields ``x y z``: float32 when a binary file stores them as
+            ``F 4``, else float64 (``F 8``, integers, ascii;
+            :func:`pointabstract.data.files.coordinate_dtype`).
+        normals: (N, 3) from ``normal_x normal_y normal_z`` (the same rule), or None without them.
 
     Raises:
         ValueError: naming the file, for a header without ``DATA`` or ``x y z``, unsupported

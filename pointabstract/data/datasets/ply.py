@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import coordinate_dtype
 from .checksums import check_finite
 
 __all__ = ["read_ply", "read_ply_points"]
@@ -224,7 +225,9 @@ def read_ply(path: str | Path, *,
         faces: also read the ``face`` element (False stops after the vertices).
 
     Returns:
-        points: (V, 3) float32 vertex positions.
+        points: (V, 3) vertex positions in the file's precision: float32 when ``x y z`` are
+            stored as binary ``float``, float64 for ``double`` (or integer) properties and for
+            ascii files (parsed as float64; :func:`pointabstract.data.files.coordinate_dtype`).
         normals: (V, 3) float32 from ``nx ny nz``, or None when the vertices have none.
         faces: (F, 3) int64 triangles (polygons fan-split; ``faces[f, j]`` indexes ``points``);
             None when the file has no ``face`` element (or ``faces=False``), (0, 3) when it
@@ -241,7 +244,8 @@ def read_ply(path: str | Path, *,
     wanted = next((e for e in elements[1:] if e.name == "face"), None) if faces else None
     columns, polygons = _read_body(path, raw, fmt, elements, body, wanted)
     names = [p[0] for p in elements[0].props]
-    points = np.stack([columns[a] for a in "xyz"], axis=1).astype(np.float32)
+    xyz = [columns[a] for a in "xyz"]
+    points = np.stack(xyz, axis=1).astype(coordinate_dtype(*xyz))
     check_finite(str(path), points, name="point", unit="vertex")
     normals = None
     if all(n in names for n in ("nx", "ny", "nz")):
@@ -252,7 +256,8 @@ def read_ply(path: str | Path, *,
 
 
 def read_ply_points(path: str | Path) -> np.ndarray:
-    """The vertex positions of a PLY file (ascii or binary), as (N, 3) float32.
+    """The vertex positions of a PLY file (ascii or binary), as (N, 3) float32 (the datasets'
+    sample dtype; :func:`read_ply` keeps the file's precision).
 
     The point-cloud PLY files of AtlasNet's ShapeNet; later elements (faces) are not read
     (:func:`read_ply` reads them).
@@ -260,4 +265,4 @@ def read_ply_points(path: str | Path) -> np.ndarray:
     Raises:
         ValueError: naming the file, for a bad header, a truncated body or non-finite values.
     """
-    return read_ply(path, faces=False)[0]
+    return read_ply(path, faces=False)[0].astype(np.float32)

@@ -31,7 +31,7 @@ def _binary_corners(raw: bytes) -> np.ndarray | None:
     count = int(np.frombuffer(raw, dtype="<u4", count=1, offset=80)[0])
     if len(raw) != 84 + _RECORD.itemsize * count:
         return None
-    return np.frombuffer(raw, dtype=_RECORD, count=count, offset=84)["corners"].astype(np.float64)
+    return np.frombuffer(raw, dtype=_RECORD, count=count, offset=84)["corners"].astype(np.float32)
 
 
 def _ascii_corners(path: Path, raw: bytes) -> np.ndarray:
@@ -65,7 +65,8 @@ def read_stl(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         path: the ``.stl`` file.
 
     Returns:
-        vertices: (V, 3) float64 distinct corner positions (sorted lexicographically).
+        vertices: (V, 3) distinct corner positions (sorted lexicographically), float32 from a
+            binary file (as stored), float64 from an ascii one.
         faces: (T, 3) int64 triangles, ``faces[t, j]`` indexes ``vertices``; (0, 3) for a file
             with no triangle.
 

@@ -20,6 +20,20 @@ a run that cannot train fails in seconds with the reason instead of mid-epoch or
   shape (on some process). Refusing rather than dropping that last shape keeps every epoch's
   samples, every existing run's numbers and exact resume unchanged. Models without BatchNorm
   (the Sequoia models use LayerNorm) train on any batch size.
+- **The memory of one training step** (:func:`check_step_memory`, first, before any sample is
+  read; :mod:`.step_memory`): the model's training step is measured on a probe batch of 2
+  random clouds of a few hundred to a few thousand points, fitted linearly in N and scaled to
+  ``data.num_points`` and the per-process ``data.batch_size``, plus the weights and their
+  gradients. First the activations kept for the backward pass (one forward pass); when those
+  fit but, times ``PEAK_OVER_KEPT``, might not, the step's peak itself (a forward and a backward
+  pass, every tensor's lifetime followed). Both are lower bounds of the real peak (memory
+  outside torch comes on top), so a run is refused only when one of them already exceeds the
+  free memory (``MemAvailable`` of ``/proc/meminfo``, or ``torch.cuda.mem_get_info``; under AMP
+  on a GPU the activations count half, as bfloat16 could make them). No check where the free
+  memory is not known, for a task other than the three built-in ones, or where the model cannot
+  run the probe. ``data.num_points=1000000`` for the demo capsule autoencoder is refused in
+  seconds, naming the most that could fit, instead of an allocator traceback after half a
+  minute.
 """
 
 from __future__ import annotations
@@ -29,15 +43,62 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["MAX_FILES", "check_batch_statistics", "check_before_training", "check_datasets"]
+__all__ = ["MAX_FILES", "check_batch_statistics", "check_before_training", "check_datasets",
+           "check_step_memory"]
 
 MAX_FILES = 500  # file-per-sample splits up to this size are read in full before training
 
 
 def check_before_training(cfg, task, train_ds, test_ds, *, world_size: int = 1) -> None:
-    """Both checks of the module docstring; ValueError with the reason and the fix."""
+    """The checks of the module docstring; ValueError with the reason and the fix."""
+    check_step_memory(cfg, task, world_size=world_size)
     check_datasets(cfg, training=train_ds, test=test_ds)
     check_batch_statistics(cfg, task, len(train_ds), world_size=world_size)
+
+
+def check_step_memory(cfg, task, *, world_size: int = 1, available: int | None = None) -> None:
+    """ValueError when one training step needs more memory than the device has free (the module
+    docstring, :mod:`.step_memory`), naming ``data.num_points`` / ``data.batch_size`` and the
+    largest values that fit. ``available``: the free bytes (default: measured)."""
+    from .step_memory import PEAK_OVER_KEPT, free_memory, probe_sizes, step_bytes
+
+    n, batch = int(cfg.data.num_points), max(1, int(cfg.data.batch_size) // world_size)
+    free, where = free_memory(cfg, world_size) if available is None else (available, "this device")
+    if free is None:
+        return
+    amp = 0.5 if cfg.amp and where.startswith("GPU") else 1.0  # bfloat16 activations: at least half
+
+    def need_of(peak: bool):
+        fit = step_bytes(cfg, task, peak=peak)
+        if fit is None:
+            return None
+        per_point, per_cloud, weights = fit[0] * amp, fit[1] * amp, fit[2]
+        return (per_point * n + per_cloud) * batch + weights, per_point, per_cloud, weights
+
+    measure = need_of(peak=False)  # the activations kept for the backward pass: one forward pass
+    if measure is None or measure[0] * PEAK_OVER_KEPT <= free:
+        return
+    peak = measure[0] <= free  # kept alone would fit: measure the peak (a forward and a backward pass)
+    if peak:
+        measure = need_of(peak=True)
+        if measure is None or measure[0] <= free:
+            return
+    need, per_point, per_cloud, weights = measure
+    points = int(((free - weights) / batch - per_cloud) // per_point) if per_point > 0 else 0
+    clouds = int((free - weights) // (per_point * n + per_cloud))
+    over = f" ({batch} per process)" if world_size > 1 else ""
+    fits = [f"data.num_points={points:,}" if points >= 1 else "",
+            f"data.batch_size={clouds * world_size}" if clouds >= 1 else ""]
+    what = "its peak" if peak else "the activations it keeps for the backward pass"
+    raise ValueError(f"data.num_points={n} with data.batch_size={cfg.data.batch_size}{over}: one training "
+                     f"step of '{cfg.model}' needs at least {_size(need)} ({what}, measured at "
+                     f"{' and '.join(map(str, probe_sizes(n, peak=peak)))} points and scaled linearly), more "
+                     f"than the {_size(free)} free on {where}; the most that could fit: "
+                     f"{' or '.join(f for f in fits if f) or 'none (a smaller model)'}")
+
+
+def _size(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
 
 
 def check_datasets(cfg, **splits) -> None:

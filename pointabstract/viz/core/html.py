@@ -39,7 +39,8 @@ def check_out_path(path: str | Path, *, option: str = "--html") -> Path:
     ``option`` when it is a folder or its folder cannot be written (checked by writing a probe)."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"{option} {path} is a folder; give a file name such as {path / 'viewer.html'}")
+        example = path / ("viewer.html" if option == "--html" else "view.png")
+        raise ValueError(f"{option} {path} is a folder; give a file name such as {example}")
     folder = path.parent
     if any(p.exists() and not p.is_dir() for p in (folder, *folder.parents)):
         raise ValueError(f"{option} {path}: folder {folder} cannot be written: Not a directory")

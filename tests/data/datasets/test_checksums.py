@@ -32,3 +32,19 @@ def test_rows_of_many_values_name_the_first_bad_row_and_value():
     pid[2, 1], pid[1, 3] = 2.25, 9.5
     with pytest.raises(ValueError, match=r"f\.txt: part ids must be whole numbers, got 9\.5 at line 2$"):
         check_whole("f.txt", pid, name="part ids", unit="line", first=1)
+
+
+def test_an_hdf5_file_without_shapes_is_named(tmp_path):
+    """ModelNet40 / ShapeNetPart HDF5 files of 0 shapes: one line naming the file, not numpy's
+    "cannot reshape array of size 0"."""
+    import h5py
+
+    from pointabstract.data.datasets.checksums import read_h5
+
+    path = tmp_path / "ply_data_train1.h5"
+    with h5py.File(path, "w") as handle:
+        handle["data"] = np.zeros((0, 64, 3), np.float32)
+        handle["label"] = np.zeros((0, 1), np.uint8)
+    with pytest.raises(ValueError, match=r"ply_data_train1\.h5: holds no shape \(dataset 'data' has shape "
+                                         r"\(0, 64, 3\)\); remove the file or write its shapes"):
+        read_h5(path, required={"data": (None, None, 3), "label": (None, None)})

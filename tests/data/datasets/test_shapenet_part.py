@@ -144,6 +144,18 @@ def test_corrupt_hdf5_files_are_named(tmp_path):
         ShapeNetPart(tmp_path, "train", use_normals=True)
 
 
+def test_an_hdf5_file_with_no_shape_is_named(tmp_path):
+    folder = write_part_hdf5(tmp_path)
+    with h5py.File(folder / "ply_data_train1.h5", "w") as handle:
+        handle["data"] = np.zeros((0, 32, 3), np.float32)
+        handle["label"] = np.zeros((0, 1), np.uint8)
+        handle["pid"] = np.zeros((0, 32), np.uint8)
+    with pytest.raises(ValueError, match=r"^.*ply_data_train1\.h5: holds no shape \(dataset 'data' has shape "
+                                         r"\(0, 32, 3\)\); "
+                                         r"remove the file or write its shapes$"):
+        ShapeNetPart(tmp_path, "train")
+
+
 def test_non_whole_labels_and_part_ids_are_refused(tmp_path):
     folder = write_part_hdf5(tmp_path)
     path = folder / "ply_data_test0.h5"
