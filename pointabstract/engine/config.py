@@ -1,9 +1,11 @@
-"""Typed run configuration, filled from flat YAML presets plus ``key=value`` overrides.
+"""Typed run configuration, filled from YAML presets plus ``key=value`` overrides.
 
-A preset is one flat mapping (no nesting, no inheritance): top-level keys of
+A preset is one mapping (no inheritance) of dotted keys: top-level keys of
 :class:`RunConfig` (``model``, ``task``, ``seed``, ...), ``data.*``, ``optim.*``, ``log.*``,
 ``model.*`` for the fields of the chosen model's config dataclass and ``task.*`` for the fields
-of the task's settings dataclass (e.g. ``task.votes`` for classification). Command-line overrides
+of the task's settings dataclass (e.g. ``task.votes`` for classification). Nested mappings are the
+same keys written as a tree (``data: {root: x}`` is ``data.root: x``; under ``model:`` or ``task:``
+the key ``name`` is the model or task itself), flattened by :func:`flatten_preset`. Command-line overrides
 use the same keys (``optim.lr=3e-4 model.k=16``); values are parsed as YAML scalars / lists
 (numbers, true / false, null, ``[0.8, 1.2]``), and a value YAML reads as text is taken exactly
 as typed, so ``log.out_dir=runs/exp #1`` or ``data.root=C:/data`` keep their ``#`` and ``:``
@@ -20,7 +22,7 @@ from .. import _validate as V
 from ..models import MODELS, model_config, model_task
 
 __all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "check_config", "load_config",
-           "parse_override", "preset_path", "read_preset", "to_flat", "upgrade_flat"]
+           "flatten_preset", "parse_override", "preset_path", "read_preset", "to_flat", "upgrade_flat"]
 
 PRESETS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -115,7 +117,7 @@ def model_preset(name: str) -> dict:
 
 def load_config(preset: str | Path | None = None, overrides: list[str] | dict | None = None) -> RunConfig:
     """Build a RunConfig from a preset (file, preset name or registry model name) and overrides
-    (``["k=v", ...]`` or a dict)."""
+    (``["k=v", ...]`` or a dict, flat or nested)."""
     flat = {}
     if preset is not None and not Path(str(preset)).is_file() and str(preset) in MODELS \
             and not (PRESETS / f"{preset}.yaml").is_file():
@@ -123,7 +125,7 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
     elif preset is not None:
         flat = read_preset(preset_path(str(preset)))
     if isinstance(overrides, dict):
-        flat.update(overrides)
+        flat.update(flatten_preset(overrides, source="overrides"))
     else:
         for item in overrides or []:
             if "=" not in item:
@@ -134,8 +136,9 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
 
 
 def read_preset(path: Path) -> dict:
-    """The flat mapping of a preset file; one-line ValueErrors naming the file (and line) for
-    text that is not UTF-8, not YAML, empty, or not one flat mapping."""
+    """The flat mapping of a preset file (nested mappings flattened, :func:`flatten_preset`);
+    one-line ValueErrors naming the file (and line) for text that is not UTF-8, not YAML, empty,
+    or not a mapping of 'key: value' lines."""
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
@@ -144,7 +147,7 @@ def read_preset(path: Path) -> dict:
     import yaml  # the train extra; imported here so that naming tasks (the CLI's parser) needs none
 
     try:
-        flat = yaml.safe_load(text)
+        tree = yaml.load(text, Loader=_unique_keys_loader(yaml))  # a SafeLoader subclass
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -153,12 +156,68 @@ def read_preset(path: Path) -> dict:
         if context and start is not None and start is not mark:
             problem += f"; {context} started at line {start.line + 1}"
         raise ValueError(f"{where}: not valid YAML ({problem})") from None
-    if flat is None:
-        raise ValueError(f"{path} is empty: a preset must be one flat mapping of 'key: value' lines "
+    if tree is None:
+        raise ValueError(f"{path} is empty: a preset must be a mapping of 'key: value' lines "
                          f"(at least 'model: <name>')")
-    if not isinstance(flat, dict) or any(isinstance(v, dict) for v in flat.values()):
-        raise ValueError(f"{path}: a preset must be one flat mapping of 'key: value' lines")
+    if not isinstance(tree, dict):
+        raise ValueError(f"{path}: a preset must be a mapping of 'key: value' lines, got a "
+                         f"{type(tree).__name__}")
+    return flatten_preset(tree, source=str(path))
+
+
+def _unique_keys_loader(yaml):
+    """A SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last one
+    silently: ``model: x`` then ``model: {k: 16}`` would drop the model's name)."""
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue  # an unhashable key: flatten_preset names it
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeys
+
+
+# under these sections a nested ``name`` is the section's own top-level key (model: {name: x} is model: x)
+_NAMED = ("model", "task")
+
+
+def flatten_preset(tree: dict, *, source: str = "preset") -> dict:
+    """A preset's mapping with nested mappings flattened to dotted keys.
+
+    ``{"data": {"root": "x"}, "optim.lr": 0.1}`` -> ``{"data.root": "x", "optim.lr": 0.1}``;
+    ``{"model": {"name": "m", "k": 16}}`` -> ``{"model": "m", "model.k": 16}`` (likewise ``task``).
+    Flat and nested spellings may be mixed; a key reached twice, a key that is not text and an
+    empty section are one-line ValueErrors naming ``source`` and the nested path.
+    """
+    flat, where = {}, {}
+    _flatten_into(tree, (), flat, where, source)
     return flat
+
+
+def _flatten_into(tree: dict, path: tuple, flat: dict, where: dict, source: str) -> None:
+    for key, value in tree.items():
+        spelled = ": ".join((*path, str(key)))  # the nested path as the file spells it
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{source}: key {key!r} at {spelled!r} must be text like 'data' or 'root'")
+        if isinstance(value, dict):
+            if not value:
+                raise ValueError(f"{source}: {spelled!r} is an empty mapping; give its keys or leave it out")
+            _flatten_into(value, (*path, key), flat, where, source)
+            continue
+        dotted = ".".join((*path, key))
+        if len(path) == 1 and path[0] in _NAMED and key == "name":
+            dotted = path[0]  # model: {name: x} names the model
+        if dotted in flat:
+            raise ValueError(f"{source}: key {dotted!r} is given twice (as {where[dotted]!r} and as "
+                             f"{spelled!r}); keep one")
+        flat[dotted], where[dotted] = value, spelled
 
 
 def parse_override(key: str, text: str):
