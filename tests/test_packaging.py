@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = {"torch", "numpy", "numba"}
+CORE = {"torch", "numpy", "numba", "safetensors"}  # safetensors: exported model folders (engine/pretrained.py)
 # what the core must not need: every extra's packages (and what they pull in at import)
 HEAVY = ("matplotlib", "tensorboard", "h5py", "trimesh", "torch_geometric", "open3d", "scipy",
          "yaml", "tqdm", "PIL", "fpsample", "pykdtree", "torch_cluster")
@@ -79,7 +79,7 @@ def _name(requirement: str) -> str:
     return requirement.strip().lower()
 
 
-def test_core_dependencies_are_only_the_ops_needs_and_all_has_every_extra():
+def test_core_dependencies_are_only_the_ops_and_model_files_needs_and_all_has_every_extra():
     project = _pyproject()
     assert {_name(r) for r in project["dependencies"]} == CORE
     extras = project["optional-dependencies"]
