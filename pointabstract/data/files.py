@@ -39,8 +39,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _validate as V
-
 __all__ = ["SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError", "find_shape_files", "read_shape",
            "sample_shape"]
 
@@ -318,6 +316,8 @@ def sample_shape(shape: ShapeFile, n: int, *,
     Raises:
         ShapeFileError: naming the file, for a mesh whose triangles all have zero area.
     """
+    from .. import _validate as V  # imports torch: here, so that importing this module does not
+
     V.check_int("n", n, low=1)
     if not shape.is_mesh:
         return shape.points, shape.normals

@@ -445,3 +445,18 @@ def test_real_scannet_scene_is_xyz_with_colours_left_out(realdata):
     shape = read_shape(files[0])
     assert shape.points.shape == (len(np.load(files[0], mmap_mode="r")), 3) and shape.note == NOT_NORMALS
     np.testing.assert_array_equal(shape.points, np.load(files[0])[:, :3])
+
+
+# --- a light import ---------------------------------------------------------------------------------
+
+def test_importing_the_module_imports_numpy_only():
+    """``import pointabstract.data.files`` loads no third-party module but numpy (it used to pull
+    in torch, h5py and tqdm through the package's eager ``__init__``: 2 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nbefore = set(sys.modules)\nimport pointabstract.data.files\n"
+            "top = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+            "print(sorted(top - set(sys.stdlib_module_names) - {'numpy', 'pointabstract'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
