@@ -8,11 +8,15 @@ suffix (any case)              read as
                                0 faces: a point cloud
 ``.obj``                       mesh (``v`` / ``vn`` / ``f`` with ``i/t/n`` corners, negative
                                indices, polygons); no ``f`` line: a point cloud
-``.stl``                       mesh (ascii / binary); identical corners merged into vertices
-``.pcd``                       point cloud (ascii / binary; ``x y z [normal_x normal_y normal_z]``)
+``.stl``                       mesh (ascii, any keyword case / binary); identical corners merged
+``.pcd``                       point cloud (ascii / binary / binary_compressed; ``x y z
+                               [normal_x normal_y normal_z]``; an organised cloud's NaN points
+                               dropped, the note says how many)
 ``.xyz`` ``.txt`` ``.csv``     point cloud, ``x y z [nx ny nz]`` columns, delimiter sniffed (a
                                header naming the columns lets others such as colours sit beside;
                                ShapeNetPart's ``x y z nx ny nz part`` is read without its part ids)
+``.xyzn`` ``.xyzrgb``          point cloud, ``x y z nx ny nz`` / ``x y z r g b`` (colours not read)
+``.pts``                       point cloud, a count line then ``x y z [i] [r g b]`` rows (Leica)
 ``.npy``                       point cloud, an (N, 3) or (N, 6) array (xyz, normals)
 ``.npz``                       point cloud, the ``points`` / ``xyz`` / ``pos`` array or the only
                                one; optional ``normals`` / ``normal``
@@ -43,7 +47,7 @@ __all__ = ["SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError", "find_shape_file
            "sample_shape"]
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv",
-                                       ".npy", ".npz")
+                                       ".xyzn", ".xyzrgb", ".pts", ".npy", ".npz")
 NO_FACES = "mesh without faces: used as a point cloud"
 NOT_NORMALS = "columns 4-6 are not unit normals (colours?): only x y z are read"
 
@@ -119,7 +123,17 @@ def _read_stl(path: Path):
 def _read_pcd(path: Path):
     from .datasets.pcd import read_pcd
 
-    return (*read_pcd(path), None, None)
+    points, normals, note = read_pcd(path)
+    return points, normals, None, note
+
+
+def _read_fixed(path: Path):
+    from .datasets import point_formats as formats
+
+    suffix = path.suffix.lower()
+    if suffix == ".xyzn":
+        return (*formats.read_xyzn(path), None, None)
+    return (formats.read_xyzrgb if suffix == ".xyzrgb" else formats.read_pts)(path), None, None, None
 
 
 def _unit_or_note(points: np.ndarray, extra: np.ndarray | None):
@@ -175,8 +189,8 @@ def _read_npz(path: Path):
 
 
 _READERS = {".ply": _read_ply, ".off": _read_off, ".obj": _read_obj, ".stl": _read_stl, ".pcd": _read_pcd,
-            ".xyz": _read_table, ".txt": _read_table, ".csv": _read_table, ".npy": _read_npy,
-            ".npz": _read_npz}
+            ".xyz": _read_table, ".txt": _read_table, ".csv": _read_table, ".xyzn": _read_fixed,
+            ".xyzrgb": _read_fixed, ".pts": _read_fixed, ".npy": _read_npy, ".npz": _read_npz}
 
 
 def _check_suffix(path: Path) -> None:

@@ -331,7 +331,8 @@ def test_find_shape_files_in_folders_globs_and_files(tmp_path):
     # a file named twice (directly and in its folder) is listed once, in first-seen order
     assert find_shape_files([tmp_path / "a.off", tmp_path]) == [tmp_path / "a.off", tmp_path / "b/deep/y.ply",
                                                                 tmp_path / "b/z.OBJ"]
-    assert set(SUPPORTED_SUFFIXES) == {".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv", ".npy", ".npz"}
+    assert set(SUPPORTED_SUFFIXES) == {".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv", ".xyzn",
+                                       ".xyzrgb", ".pts", ".npy", ".npz"}
 
 
 def test_find_shape_files_errors(tmp_path):
