@@ -385,7 +385,9 @@ def _bytes(path: Path, content) -> Path:
      r"short\.stl: 2 'vertex' lines, not a multiple of 3"),
     ("none.stl", "solid x\nendsolid x\n", r"none\.stl: empty: the STL file has no triangle"),
     ("z.pcd", "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 1\nHEIGHT 1\nPOINTS 1\n"
-              "DATA binary_compressed\n", r"z\.pcd: unsupported PCD storage 'DATA binary_compressed' \(re-save it"),
+              "DATA binary_compressed\n", r"z\.pcd: truncated: no compressed sizes after 'DATA binary_compressed'"),
+    ("u.pcd", "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nPOINTS 1\nDATA binary_lzma\n",
+     r"u\.pcd: unsupported PCD storage 'DATA binary_lzma' \(ascii, binary or binary_compressed\)"),
     ("xy.pcd", "FIELDS x y\nSIZE 4 4\nTYPE F F\nCOUNT 1 1\nPOINTS 1\nDATA ascii\n0 0\n", r"xy\.pcd: PCD header needs FIELDS with x y z"),
     ("rows.pcd", "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nPOINTS 2\nDATA ascii\n0 0 0\n", r"rows\.pcd: expected 2 rows of 3 values"),
 ])

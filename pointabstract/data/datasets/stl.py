@@ -49,28 +49,20 @@ def _is_ascii(buf: np.ndarray) -> bool:
 
 
 def _ascii_corners(path: Path, buf: np.ndarray) -> np.ndarray:
-    """(T, 3, 3) float64 corners of the ``vertex`` lines of an ascii STL."""
-    from .text_kernels import token_floats, token_text, tokenize
+    """(T, 3, 3) float64 corners of the ``vertex`` lines of an ascii STL (other lines unread)."""
+    from .text_kernels import keyword_lines, token_floats, token_text
 
-    tokens = tokenize(buf)
-    lengths = tokens.ends - tokens.starts
-    keyword = np.flatnonzero(lengths == 6)
-    if len(keyword):
-        letters = buf[tokens.starts[keyword][:, None] + np.arange(6)] | 0x20  # lower case
-        keyword = keyword[(letters == np.frombuffer(b"vertex", np.uint8)).all(axis=1)]
-    line = tokens.line
-    if len(keyword) and (keyword[-1] + 3 >= len(line)
-                         or (line[np.minimum(keyword + 3, len(line) - 1)] != line[keyword]).any()):
-        short = next(k for k in keyword if k + 3 >= len(line) or line[k + 3] != line[k])
-        raise ValueError(f"{path}:{line[short] + 1}: bad vertex line: expected 'vertex x y z'")
-    if len(keyword) % 3:
-        raise ValueError(f"{path}: {len(keyword)} 'vertex' lines, not a multiple of 3 (truncated facet?)")
-    picked = (keyword[:, None] + np.arange(1, 4)).ravel()
+    tokens, short = keyword_lines(buf, b"vertex", 3)
+    if short >= 0:
+        raise ValueError(f"{path}:{short + 1}: bad vertex line: expected 'vertex x y z'")
+    if len(tokens.line) % 9:
+        raise ValueError(f"{path}: {len(tokens.line) // 3} 'vertex' lines, not a multiple of 3 "
+                         "(truncated facet?)")
 
     def where(k):
-        return f"{path}:{line[k] + 1}: bad vertex line: {token_text(buf, tokens, k)!r} is not a number"
+        return f"{path}:{tokens.line[k] + 1}: bad vertex line: {token_text(buf, tokens, k)!r} is not a number"
 
-    return token_floats(buf, tokens, picked, where=where).reshape(-1, 3, 3)
+    return token_floats(buf, tokens, where=where).reshape(-1, 3, 3)
 
 
 def read_stl(path: str | Path) -> tuple[np.ndarray, np.ndarray]:

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["Tokens", "obj_corners", "obj_corners_naive", "token_floats", "token_floats_naive", "token_text",
-           "tokenize", "tokenize_naive"]
+__all__ = ["Tokens", "keyword_lines", "obj_corners", "obj_corners_naive", "token_floats",
+           "token_floats_naive", "token_text", "tokenize", "tokenize_naive"]
 
 _POW10 = np.array([10.0 ** k for k in range(23)])
 _MAX_EXACT = 2 ** 53
@@ -92,6 +92,59 @@ def tokenize_naive(data: bytes, *, comment: bytes | None = None) -> list[tuple[i
             at += len(token)
         offset += len(line)
     return out
+
+
+@njit(cache=True)
+def _keyword_lines(buf, keyword, width, starts, ends, lines):
+    """Tokens 1 .. width of every line whose first token is ``keyword`` (ASCII letters, any case)
+    into (K, width) arrays when given room; returns (K, the first such line with fewer tokens or -1)."""
+    count, line, i, n, size, room = 0, 0, 0, len(buf), len(keyword), starts.shape[0]
+    while i < n:
+        while i < n and (buf[i] == 32 or buf[i] == 9):
+            i += 1
+        match = i + size <= n
+        for j in range(size):
+            if not match or (buf[i + j] | 32) != keyword[j]:
+                match = False
+                break
+        if match and (i + size == n or buf[i + size] <= 32):
+            i += size
+            for k in range(width):
+                while i < n and (buf[i] == 32 or buf[i] == 9):
+                    i += 1
+                if i == n or buf[i] == 10 or buf[i] == 13:
+                    return count, line
+                start = i
+                while i < n and buf[i] > 32:
+                    i += 1
+                if count < room:
+                    starts[count, k], ends[count, k] = start, i
+            if count < room:
+                lines[count] = line
+            count += 1
+        while i < n and buf[i] != 10 and buf[i] != 13:
+            i += 1
+        if i < n:
+            if buf[i] == 13 and i + 1 < n and buf[i + 1] == 10:
+                i += 1
+            line += 1
+            i += 1
+    return count, -1
+
+
+def keyword_lines(buf: np.ndarray, keyword: bytes, width: int) -> tuple[Tokens, int]:
+    """The ``width`` tokens after ``keyword`` (lower-case ASCII; matched in any case) on every line
+    that starts with it, as :class:`Tokens` (K * width, line by line), and the 0-based line of the
+    first such line with fewer tokens (-1: none). Other lines are skipped unread."""
+    word = np.frombuffer(keyword, np.uint8)
+    empty = np.zeros((0, width), np.int64)
+    count, short = _keyword_lines(buf, word, width, empty, empty, np.zeros(0, np.int64))
+    if short >= 0:
+        return Tokens(empty.ravel(), empty.ravel(), np.zeros(0, np.int64)), int(short)
+    starts, ends = np.empty((count, width), np.int64), np.empty((count, width), np.int64)
+    lines = np.empty(count, np.int64)
+    _keyword_lines(buf, word, width, starts, ends, lines)
+    return Tokens(starts.ravel(), ends.ravel(), np.repeat(lines, width)), -1
 
 
 @njit(cache=True)
