@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["list_rows", "list_rows_naive", "lzf_decompress", "lzf_decompress_naive", "merge_rows",
-           "merge_rows_naive"]
+__all__ = ["list_items", "list_rows", "list_rows_naive", "lzf_decompress", "lzf_decompress_naive",
+           "merge_rows", "merge_rows_naive"]
 
 
 @njit(cache=True)
@@ -140,6 +140,29 @@ def list_rows_naive(data: bytes, offset: int, count: int, props, *, big: bool):
             offset += size + n * item
         lengths.append(row)
     return starts + [offset], lengths
+
+
+@njit(cache=True)
+def _list_items(buf, offsets, sizes, item, signed, big, out):
+    k = 0
+    for row in range(len(offsets)):
+        at = offsets[row]
+        for _ in range(sizes[row]):
+            value = _read_uint(buf, at, item, big)
+            if signed and value >= 2 ** (8 * item - 1):
+                value -= 2 ** (8 * item)
+            out[k] = value
+            k += 1
+            at += item
+
+
+def list_items(buf: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, item: int, *, signed: bool,
+               big: bool) -> np.ndarray:
+    """(sum(sizes),) int64: ``sizes[r]`` integers of ``item`` bytes from ``offsets[r]``, row after row
+    (the lists located by :func:`list_rows`, which checked they lie inside ``buf``)."""
+    out = np.empty(int(np.sum(sizes)), np.int64)
+    _list_items(buf, np.asarray(offsets, np.int64), np.asarray(sizes, np.int64), item, signed, big, out)
+    return out
 
 
 @njit(cache=True)

@@ -171,10 +171,10 @@ def _element(path: Path, buf: np.ndarray, offset: int, element, order: str, *, w
             sizes, data, item_type = lengths[:, j], cursor + size, t
         cursor = cursor + size + lengths[:, j] * item
         j += 1
-    from .polygons import gather_lists
+    from .binary_kernels import list_items
 
-    width = np.dtype(item_type).itemsize
-    at = data[np.repeat(np.arange(len(sizes)), sizes)] + width * (
-        gather_lists(np.zeros(len(sizes), np.int64), sizes))
-    flat = buf[at[:, None] + np.arange(width)].view(order + item_type).ravel().astype(np.int64)
+    kind = np.dtype(item_type)
+    if kind.kind not in "iu":
+        raise ValueError(f"{path}: the face list {wanted!r} holds {kind.name} values, not vertex indices")
+    flat = list_items(buf, data, sizes, kind.itemsize, signed=kind.kind == "i", big=order == ">")
     return int(starts[-1]), (sizes, flat)
