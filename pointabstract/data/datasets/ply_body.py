@@ -158,8 +158,8 @@ def _element(path: Path, buf: np.ndarray, offset: int, element, order: str, *, w
         raise ValueError(f"{path}: the {element.name} element has a list whose length type is not an integer")
     least = element.count * sum(size for size, _, _ in props)  # every row holds its scalars and counts
     if least > len(buf) - offset:
-        raise ValueError(f"{path}: truncated: {element.count} {element.name} rows need at least {least} bytes, "
-                         f"the file has {len(buf) - offset}")
+        raise ValueError(f"{path}: truncated: {element.count} {element.name} rows need at least {least} "
+                         f"bytes, the file has {len(buf) - offset}")
     starts, lengths, bad = list_rows(buf, offset, element.count, props, big=order == ">")
     if bad >= 0:
         raise ValueError(f"{path}: truncated in element {element.name!r} (row {bad} of {element.count} "
