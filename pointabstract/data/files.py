@@ -165,11 +165,43 @@ def _split_array(path: Path, array: np.ndarray, what: str):
     return array[:, :3], (array[:, 3:] if array.shape[1] == 6 else None)
 
 
+def _check_npy_header(path: Path, handle, available: int, what: str) -> None:
+    """ValueError naming ``path`` when the ``.npy`` header at ``handle`` announces more bytes than the
+    ``available`` ones: numpy would allocate the announced array first (a damaged header asking for a
+    terabyte is a MemoryError, not a one-line error)."""
+    head = handle.read(12)  # magic, version, header length: checked before numpy reads that length
+    version = tuple(head[6:8])
+    length = int.from_bytes(head[8:10] if version == (1, 0) else head[8:12], "little")
+    damaged = ShapeFileError(f"{path}: {what} is not a whole .npy array (damaged header)")
+    known = version in ((1, 0), (2, 0), (3, 0))
+    if head[:6] != b"\x93NUMPY" or not known or length > min(available, 2 ** 20):
+        raise damaged
+    handle.seek(handle.tell() - len(head) + 8)
+    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    try:
+        shape, _, dtype = reader(handle)
+    except Exception:  # noqa: BLE001 - numpy parses the header text: SyntaxError, TokenError, ValueError...
+        raise damaged from None
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if need > available or any(not 0 <= size < 2 ** 62 for size in shape):
+        raise ShapeFileError(f"{path}: {what} announces {shape} {dtype} values ({need} bytes), the file "
+                             f"holds {available}: cut short or damaged")
+
+
 def _read_npy(path: Path):
+    with open(path, "rb") as handle:
+        _check_npy_header(path, handle, path.stat().st_size, "the array")
     return _unit_or_note(*_split_array(path, np.load(path, allow_pickle=False), "the array"))
 
 
 def _read_npz(path: Path):
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as handle:  # a member may inflate, but never past its own size
+                _check_npy_header(path, handle, info.file_size, f"array {info.filename!r}")
+            if info.file_size > 1100 * max(info.compress_size, 1) + 2 ** 16:  # deflate expands <= 1032x
+                raise ShapeFileError(f"{path}: member {info.filename!r} claims {info.file_size} bytes from "
+                                     f"{info.compress_size} compressed: damaged")
     with np.load(path, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
     key = next((k for k in ("points", "xyz", "pos") if k in arrays), None)

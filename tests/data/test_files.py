@@ -463,3 +463,36 @@ def test_importing_the_module_imports_numpy_only():
             "print(sorted(top - set(sys.stdlib_module_names) - {'numpy', 'pointabstract'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def _npy_bytes(array: np.ndarray, shape_text: str | None = None) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    data = buffer.getvalue()
+    return data if shape_text is None else data.replace(f"{array.shape}".encode(), shape_text.encode(), 1)
+
+
+@pytest.mark.parametrize("shape_text, message", [
+    ("(40000000000, 3)", r"a\.npy: the array announces \(40000000000, 3\) float64 values \(960000000000 bytes\)"),
+    ("(0, 99999999999999999999)", r"a\.npy: the array announces \(0, 99999999999999999999\)"),
+    ("(-4, 3)", r"a\.npy: the array announces \(-4, 3\)"),
+])
+def test_a_damaged_npy_header_is_refused_before_numpy_allocates_it(tmp_path, shape_text, message):
+    """Found by the fuzz test: numpy allocates the announced array first (a MemoryError)."""
+    (tmp_path / "a.npy").write_bytes(_npy_bytes(np.zeros((4, 3)), shape_text.ljust(6)))
+    with pytest.raises(ShapeFileError, match=message):
+        read_shape(tmp_path / "a.npy")
+    (tmp_path / "b.npy").write_bytes(b"\x93NUMPY\x01\x73" + b"\xff" * 40)
+    with pytest.raises(ShapeFileError, match=r"b\.npy: the array is not a whole \.npy array \(damaged header\)"):
+        read_shape(tmp_path / "b.npy")
+
+
+def test_a_damaged_npz_member_is_refused(tmp_path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "a.npz", "w") as archive:
+        archive.writestr("points.npy", _npy_bytes(np.zeros((4, 3)), "(4000000000, 3)"))
+    with pytest.raises(ShapeFileError, match=r"a\.npz: array 'points\.npy' announces \(4000000000, 3\)"):
+        read_shape(tmp_path / "a.npz")

@@ -117,8 +117,9 @@ def _parse_faces(path: Path, rows: _Rows, first: int, count: int, n_vertices: in
     sizes = sizes.astype(np.int64)
     flat = _values(path, rows, gather_lists(rows.start[picked] + 1, sizes), "face",
                    "'n i_1 ... i_n' with n >= 3")
-    if (flat != np.round(flat)).any():
-        owner = np.repeat(picked, sizes)[np.flatnonzero(flat != np.round(flat))[0]]
+    whole = np.isfinite(flat) & (flat == np.round(flat))
+    if not whole.all():
+        owner = np.repeat(picked, sizes)[np.flatnonzero(~whole)[0]]
         raise ValueError(f"{path}:{rows.number(owner)}: bad face line {rows.text(owner)[:60]!r}: expected "
                          "'n i_1 ... i_n' with n >= 3")
     faces, owner = fan_triangles(sizes, flat.astype(np.int64))

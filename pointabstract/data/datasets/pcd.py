@@ -136,14 +136,19 @@ def _compressed_columns(path: Path, buf: np.ndarray, offset: int, dtype: np.dtyp
 _LZF_MAX_RATIO = 88  # an LZF back reference of 3 bytes writes at most 264
 
 
-def _organised_nan(header: dict, points: np.ndarray) -> np.ndarray | None:
-    """The rows to keep of an organised cloud with NaN points (None: keep all)."""
+def _header_int(header: dict, key: str) -> int | None:
+    """The first value of ``key`` as an int, or None (missing, empty or not a number)."""
     try:
-        height = int(header.get("HEIGHT", ["1"])[0])
-    except ValueError:
-        height = 1
-    keep = np.isfinite(points).all(axis=1)
-    if height <= 1 or keep.all():
+        return int(header[key][0])
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+def _organised_nan(header: dict, points: np.ndarray) -> np.ndarray | None:
+    """The rows to keep of an organised cloud with NaN points (None: keep all). Infinite coordinates
+    are not a missing return: they stay, for the caller's error."""
+    keep = ~np.isnan(points).any(axis=1)
+    if (_header_int(header, "HEIGHT") or 1) <= 1 or keep.all():
         return None
     return keep
 
@@ -174,9 +179,8 @@ def read_pcd(path: str | Path) -> tuple[np.ndarray, np.ndarray | None, str | Non
     keep = _organised_nan(header, points)
     if keep is None:
         return points, normals, None
-    width = header.get("WIDTH", ["?"])[0]
-    note = (f"organised cloud ({width} x {header['HEIGHT'][0]}): {count - int(keep.sum())} of {count} points "
-            "have NaN coordinates (no return): dropped")
+    note = (f"organised cloud ({_header_int(header, 'WIDTH')} x {_header_int(header, 'HEIGHT')}): "
+            f"{count - int(keep.sum())} of {count} points have NaN coordinates (no return): dropped")
     return points[keep], None if normals is None else normals[keep], note
 
 

@@ -68,7 +68,7 @@ def _walk_ascii(path: Path, values: np.ndarray, starts: np.ndarray, element, lin
             continue
         inside = cursor < ends
         n = np.where(inside, values[np.minimum(cursor, len(values) - 1)], -1)
-        bad |= ~inside | (n < 0) | (n != np.round(n))
+        bad |= ~inside | ~(n >= 0) | (n != np.round(n)) | (n > len(values))
         n = np.where(bad, 0, n).astype(np.int64)
         if name == wanted:
             found = (n, cursor + 1)
@@ -82,7 +82,7 @@ def _walk_ascii(path: Path, values: np.ndarray, starts: np.ndarray, element, lin
 
     sizes, first = found
     flat = values[gather_lists(first, sizes)]
-    if (flat != np.round(flat)).any():
+    if not np.isfinite(flat).all() or (flat != np.round(flat)).any():
         raise ValueError(f"{path}: a face index is not a whole number")
     return sizes, flat.astype(np.int64)
 
