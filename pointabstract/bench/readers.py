@@ -57,6 +57,8 @@ def _readers() -> dict[str, Callable[[Path, str], Callable[[], object]]]:
     try:
         import open3d as o3d
 
+        o3d.utility.set_verbosity_level(o3d.utility.VerbosityLevel.Error)  # its per-file notes are noise here
+
         def o3d_call(path, kind):
             if kind == "mesh":
                 return lambda: _o3d_check(o3d.io.read_triangle_mesh(str(path)).vertices)
