@@ -145,6 +145,9 @@ def _one_file_per_core_format(folder: Path) -> list[Path]:
     cloud = np.random.default_rng(0).normal(size=(40, 3))
     for suffix, sep in ((".xyz", " "), (".txt", " "), (".csv", ",")):
         np.savetxt(folder / f"a{suffix}", cloud, delimiter=sep)
+    np.savetxt(folder / "a.xyzn", np.hstack([cloud, cloud / np.linalg.norm(cloud, axis=1, keepdims=True)]))
+    np.savetxt(folder / "a.xyzrgb", np.hstack([cloud, np.ones((40, 3))]))
+    (folder / "a.pts").write_text("40\n" + "".join(" ".join(map(str, row)) + " 7\n" for row in cloud.tolist()))
     np.save(folder / "a.npy", cloud)
     np.savez(folder / "a.npz", points=cloud)
     head = "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 40\nHEIGHT 1\nPOINTS 40\nDATA binary\n"
@@ -157,7 +160,9 @@ def test_predict_reads_every_core_format_with_the_extras_blocked(tmp_path):
     need h5py (the data package's eager imports) and tqdm (the engine's and the CLI's)."""
     ckpt = _untrained_classifier(tmp_path)
     files = _one_file_per_core_format(tmp_path / "in")
-    assert {p.suffix for p in files} == {".off", ".obj", ".ply", ".stl", ".pcd", ".xyz", ".txt", ".csv", ".npy", ".npz"}
+    from pointabstract.data.files import SUPPORTED_SUFFIXES
+
+    assert {p.suffix for p in files} == set(SUPPORTED_SUFFIXES)
     script = _blocker(HEAVY) + textwrap.dedent(f"""
         import json
         from pointabstract.cli import main
