@@ -37,8 +37,15 @@ __version__ = "0.1.0"
 
 def load(checkpoint, device="cpu"):
     """A trained checkpoint as a predictor for your own files and arrays, no dataset needed:
-    ``pointabstract.load("runs/demo/last.pt").predict("chair.ply")`` (see
-    :func:`pointabstract.predict.load` and docs/predict.md)."""
+    ``pointabstract.load("runs/demo/last.pt").predict("chair.ply")``; also a folder written by
+    ``save_pretrained`` / ``pointabstract export`` (see :func:`pointabstract.predict.load` and
+    docs/predict.md)."""
     from .predict import load as _load
 
     return _load(checkpoint, device=device)
+
+
+def from_pretrained(folder, device="cpu"):
+    """A folder written by ``Predictor.save_pretrained`` / ``pointabstract export``
+    (``config.json`` + ``model.safetensors``) as a predictor: :func:`load` under the name peers use."""
+    return load(folder, device=device)

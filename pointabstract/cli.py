@@ -112,6 +112,19 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from .engine.pretrained import check_export_target, tensor_summary
+    from .predict import load_trained
+
+    check_export_target(args.out, args.overwrite)  # before the checkpoint is read
+    trained = load_trained(args.checkpoint)
+    out = trained.save_pretrained(args.out, overwrite=args.overwrite)
+    print(f"exported '{trained.config.model}' ({trained.config.task}, "
+          f"{tensor_summary(trained.model.state_dict())}) to {out}/config.json + model.safetensors; "
+          f"predict, view and eval take {out} as they take a checkpoint")
+    return 0
+
+
 _NO_CAPSULES = "_No {what}: {model} is a plain autoencoder with no capsules to show._"
 AGREEMENT = "part_agreement_training_points"  # the neighbourhood metrics the viewer page shows again
 
@@ -256,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "KNN figure (neighbourhoods.png) to the report (autoencoder reports always get the "
                          "capsule figure, capsules.png)")
     ev.set_defaults(func=_eval)
+
+    ex = sub.add_parser("export", help="a checkpoint's model as DIR/config.json + DIR/model.safetensors "
+                        "(weights only, no optimiser, no pickle)")
+    ex.add_argument("checkpoint", type=Path, help="a trainer checkpoint (last.pt / best.pt)")
+    ex.add_argument("out", type=Path, metavar="DIR", help="the folder to write (new or empty)")
+    ex.add_argument("--overwrite", action="store_true", help="replace an earlier export in DIR")
+    ex.set_defaults(func=_export)
 
     bench = sub.add_parser("bench", help="benchmarks printed as tables")
     bench_sub = bench.add_subparsers(dest="what", required=True, metavar="WHAT")

@@ -253,7 +253,7 @@ def test_an_interrupted_training_says_what_is_kept_and_how_to_continue(tiny_synt
 @pytest.mark.parametrize("text, pattern", [
     ("model: centroid_transformer\noptim.lr: [0.1\n", r"p.yaml:3: not valid YAML \(expected .*; while parsing a flow "
                                                      r"sequence started at line 2\)"),
-    ("", r"p.yaml is empty: a preset must be one flat mapping"),
+    ("", r"p.yaml is empty: a preset must be a mapping"),
     (b"seed: \xff\n", r"p.yaml: not a UTF-8 text file \(byte 0xff at offset 6\)"),
 ])
 def test_bad_presets_are_one_line_and_start_nothing(tmp_path, capsys, monkeypatch, text, pattern):

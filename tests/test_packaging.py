@@ -10,10 +10,11 @@ import textwrap
 import venv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = {"torch", "numpy", "numba"}
+CORE = {"torch", "numpy", "numba", "safetensors"}  # safetensors: exported model folders (engine/pretrained.py)
 # what the core must not need: every extra's packages (and what they pull in at import)
 HEAVY = ("matplotlib", "tensorboard", "h5py", "trimesh", "torch_geometric", "open3d", "scipy",
          "yaml", "tqdm", "PIL", "fpsample", "pykdtree", "torch_cluster")
@@ -79,7 +80,7 @@ def _name(requirement: str) -> str:
     return requirement.strip().lower()
 
 
-def test_core_dependencies_are_only_the_ops_needs_and_all_has_every_extra():
+def test_core_dependencies_are_only_the_ops_and_model_files_needs_and_all_has_every_extra():
     project = _pyproject()
     assert {_name(r) for r in project["dependencies"]} == CORE
     extras = project["optional-dependencies"]
@@ -119,3 +120,59 @@ def test_fresh_venv_with_only_the_core_runs_the_ops(tmp_path):
     assert not installed & absent, installed & absent
     out = run("-c", CHECK)  # cwd is tmp_path: the installed copy is imported, not the checkout
     assert out.startswith("ok") and str(env_dir) in out, out
+
+
+def _untrained_classifier(folder: Path) -> Path:
+    """A checkpoint of a tiny classifier with untrained weights (no training: seconds)."""
+    from pointabstract.engine import atomic_save, load_config, to_flat
+    from pointabstract.models import build_model
+    from tests.fixtures import tiny_sizes
+
+    cfg = load_config(None, {"model": "centroid_transformer", "data.num_points": 32,
+                             **tiny_sizes("centroid_transformer")})
+    model = build_model(cfg.model, **cfg.model_args, num_classes=3, in_channels=0)
+    return atomic_save({"model": model.state_dict(), "config": to_flat(cfg), "epoch": 0,
+                        "task_state": {"class_names": ["a", "b", "c"]}}, folder / "last.pt")
+
+
+def _one_file_per_core_format(folder: Path) -> list[Path]:
+    from tests.data.test_files import write_obj_box, write_off_box, write_ply_box, write_stl_box
+
+    folder.mkdir()
+    write_off_box(folder / "a.off"), write_obj_box(folder / "a.obj"), write_ply_box(folder / "a.ply")
+    write_ply_box(folder / "b.ply", fmt="binary_little_endian"), write_stl_box(folder / "a.stl", binary=True)
+    write_stl_box(folder / "b.stl", binary=False)
+    cloud = np.random.default_rng(0).normal(size=(40, 3))
+    for suffix, sep in ((".xyz", " "), (".txt", " "), (".csv", ",")):
+        np.savetxt(folder / f"a{suffix}", cloud, delimiter=sep)
+    np.savetxt(folder / "a.xyzn", np.hstack([cloud, cloud / np.linalg.norm(cloud, axis=1, keepdims=True)]))
+    np.savetxt(folder / "a.xyzrgb", np.hstack([cloud, np.ones((40, 3))]))
+    (folder / "a.pts").write_text("40\n" + "".join(" ".join(map(str, row)) + " 7\n" for row in cloud.tolist()))
+    np.save(folder / "a.npy", cloud)
+    np.savez(folder / "a.npz", points=cloud)
+    head = "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 40\nHEIGHT 1\nPOINTS 40\nDATA binary\n"
+    (folder / "a.pcd").write_bytes(head.encode() + cloud.astype("<f4").tobytes())
+    return sorted(folder.iterdir())
+
+
+def test_predict_reads_every_core_format_with_the_extras_blocked(tmp_path):
+    """``pointabstract predict`` (the predictor and its command) on an install without the data / train / viz extras: it used to
+    need h5py (the data package's eager imports) and tqdm (the engine's and the CLI's)."""
+    ckpt = _untrained_classifier(tmp_path)
+    files = _one_file_per_core_format(tmp_path / "in")
+    from pointabstract.data.files import SUPPORTED_SUFFIXES
+
+    assert {p.suffix for p in files} == set(SUPPORTED_SUFFIXES)
+    script = _blocker(HEAVY) + textwrap.dedent(f"""
+        import json
+        from pointabstract.cli import main
+        assert main(["predict", {str(ckpt)!r}, {str(tmp_path / "in")!r}, "--out", {str(tmp_path / "out")!r}]) == 0
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in {set(HEAVY)!r})
+        assert not loaded, loaded
+        print("ok", len(json.load(open({str(tmp_path / "out" / "predictions.json")!r}))))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"ok {len(files)}" in result.stdout  # every file predicted

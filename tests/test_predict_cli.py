@@ -215,4 +215,5 @@ def test_a_run_folder_means_its_last_pt(runs, tmp_path, capsys):
     assert main(["predict", str(tmp_path / "in"), str(files[0])]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"error: {tmp_path / 'in'} is a folder without last.pt (a run folder holds the last.pt and best.pt that "
-        "`pointabstract train` writes); its checkpoints: none"]
+        "`pointabstract train` writes) and not an exported model (config.json + model.safetensors); its "
+        "checkpoints: none"]

@@ -8,6 +8,7 @@ files in the OS cache). Synthetic generation (:mod:`pointabstract.data.synthetic
 importable) is timed in shapes per second.
 
 Run: ``python tools/benchmark_data.py`` (``--help`` for sizes, ``--root`` for real data).
+``--formats`` times the shape-file readers against trimesh and Open3D instead (:mod:`.readers`).
 The ``write_*`` functions are also used by the tests to build each layout.
 """
 
@@ -209,11 +210,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="training shapes per category for the generation row (0: skip)")
     parser.add_argument("--root", type=Path, help="time the ModelNet layouts found here instead")
     parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    parser.add_argument("--formats", action="store_true",
+                        help="time the shape-file readers instead: ours vs trimesh vs Open3D (when "
+                             "installed), one file per format feature (pointabstract/bench/readers.py)")
+    parser.add_argument("--grid", type=int, nargs="+", default=[101, 405],
+                        help="with --formats: torus grid sizes R (R x R vertices; 101: 10k, 405: 164k)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="with --formats: timed calls per reader (the best is shown)")
 
 
 def main(args: argparse.Namespace, command: str = "python tools/benchmark_data.py") -> int:
     """Run the benchmark with parsed ``args``, print (and optionally write) the table."""
     _check_options(args)
+    if args.formats:
+        return _formats(args, command)
     print(f"# data benchmark: `{command}` on {environment()}", flush=True)
     rows = run(shapes=args.shapes, points=args.points, txt_points=args.txt_points, num_points=args.num_points,
                workers=args.workers, batch_size=args.batch_size, epochs=args.epochs, root=args.root,
@@ -227,6 +237,23 @@ def main(args: argparse.Namespace, command: str = "python tools/benchmark_data.p
     return 0
 
 
+def _formats(args: argparse.Namespace, command: str) -> int:
+    """``--formats``: the reader table (pointabstract/bench/readers.py)."""
+    from .readers import format_reader_table, run_readers
+
+    print(f"# reader benchmark: `{command}` on {environment()}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = run_readers(Path(tmp), sizes=tuple(args.grid), repeats=args.repeats,
+                           progress=lambda s: print(s, flush=True))
+    table = format_reader_table(rows, list(rows[0].ms))
+    print("\n" + table)
+    if args.out:
+        write_records({args.out: f"# Reader benchmark\n\n`{command}` on {environment()}.\n\n{table}\n"},
+                      measured=len(rows), what="bench data --formats")
+        print(f"wrote {args.out}")
+    return 0
+
+
 def _check_options(args: argparse.Namespace) -> None:
     """Refuse, before any work, options out of range or a run with nothing to time."""
     from ..data import MODELNET_LAYOUTS, detect_layout
@@ -236,9 +263,12 @@ def _check_options(args: argparse.Namespace) -> None:
         check_at_least(f"--{option.replace('_', '-')}", getattr(args, option), 1)
     check_at_least("--workers", args.workers, 0)
     check_at_least("--synth-per-class", args.synth_per_class, 0, "0: skip")
+    check_at_least("--repeats", args.repeats, 1)
+    for r in args.grid:
+        check_at_least("--grid", r, 3, "a torus grid needs 3 x 3 vertices")
     if args.out:
         check_writable_file(args.out)
-    if args.root is None or args.synth_per_class > 0:
+    if args.root is None or args.synth_per_class > 0 or args.formats:
         return
     for layout in MODELNET_LAYOUTS:
         try:

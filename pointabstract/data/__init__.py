@@ -5,74 +5,53 @@ Subpackages: :mod:`.datasets` (loaders and file readers), :mod:`.transforms`, :m
 files of any supported format; :mod:`.categories` holds every class
 table and the one resolver, :mod:`.collate` batches samples, :mod:`.cli` is ``pointabstract
 data``. Code outside this package imports from here.
+
+Names are loaded on first use (:mod:`pointabstract._lazy`), so importing one submodule (e.g.
+:mod:`pointabstract.data.files`) does not import the others and their dependencies.
 """
 
-from .categories import (
-    MODELNET10,
-    MODELNET40,
-    NUM_PARTS,
-    SHAPENET_CORE,
-    SHAPENET_CORE13,
-    SHAPENET_PART,
-    PartCategory,
-    part_range,
-    resolve_categories,
-    resolve_category,
-)
-from .collate import PART_PAD, collate
-from .datasets import (
-    ARCHIVES,
-    MODELNET_LAYOUTS,
-    SAMPLE_KEYS,
-    LayoutNotFoundError,
-    ModelNet10,
-    ModelNet40,
-    PointDataset,
-    ShapeFolder,
-    ShapeNetCore,
-    ShapeNetPart,
-    detect_layout,
-    detect_part_layout,
-    file_md5,
-    point_indices,
-    prepare_off_cache,
-    read_off,
-    read_ply_points,
-    sample_rng,
-    verify_md5,
-    write_off,
-)
-from .files import SUPPORTED_SUFFIXES, ShapeFile, ShapeFileError, find_shape_files, read_shape, sample_shape
-from .synthetic import CLASS_NAMES as SYNTHETIC_CLASSES
-from .synthetic import HARD_CLASS_NAMES as SYNTHETIC_HARD_CLASSES
-from .synthetic import LEVELS as SYNTHETIC_LEVELS
-from .synthetic import Nuisances, build_shape, evaluate_baseline, sample_surface
-from .synthetic import generate as generate_synthetic
-from .transforms import (
-    Compose,
-    Jitter,
-    NormalizeUnitCube,
-    NormalizeUnitSphere,
-    RandomDropout,
-    RandomRotate,
-    RandomScale,
-    RandomSO3Rotation,
-    RandomTranslate,
-    Resample,
-    Shuffle,
-    Transform,
-)
+import sys
+import types
 
-__all__ = [
-    "ARCHIVES", "MODELNET10", "MODELNET40", "MODELNET_LAYOUTS", "NUM_PARTS", "PART_PAD", "SAMPLE_KEYS",
-    "SHAPENET_CORE", "SHAPENET_CORE13", "SHAPENET_PART", "SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError",
-    "find_shape_files", "read_shape", "sample_shape", "SYNTHETIC_CLASSES", "SYNTHETIC_HARD_CLASSES",
-    "SYNTHETIC_LEVELS", "Nuisances", "build_shape", "evaluate_baseline", "generate_synthetic", "Compose",
-    "Jitter", "LayoutNotFoundError", "ModelNet10", "ModelNet40", "NormalizeUnitCube", "NormalizeUnitSphere",
-    "PartCategory", "PointDataset", "RandomDropout", "RandomRotate", "RandomSO3Rotation", "RandomScale",
-    "RandomTranslate", "Resample", "ShapeFolder", "ShapeNetCore", "ShapeNetPart", "Shuffle", "Transform",
-    "collate",
-    "detect_layout", "detect_part_layout", "file_md5", "part_range", "point_indices", "prepare_off_cache",
-    "read_off", "read_ply_points", "resolve_categories", "resolve_category", "sample_rng", "sample_surface",
-    "verify_md5", "write_off",
-]
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "MODELNET10": "categories", "MODELNET40": "categories", "NUM_PARTS": "categories",
+    "SHAPENET_CORE": "categories", "SHAPENET_CORE13": "categories", "SHAPENET_PART": "categories",
+    "PartCategory": "categories", "part_range": "categories", "resolve_categories": "categories",
+    "resolve_category": "categories", "PART_PAD": "collate", "collate": "collate", "ARCHIVES": "datasets",
+    "MODELNET_LAYOUTS": "datasets", "SAMPLE_KEYS": "datasets", "LayoutNotFoundError": "datasets",
+    "ModelNet10": "datasets", "ModelNet40": "datasets", "PointDataset": "datasets",
+    "ShapeFolder": "datasets", "ShapeNetCore": "datasets", "ShapeNetPart": "datasets",
+    "detect_layout": "datasets", "detect_part_layout": "datasets", "file_md5": "datasets",
+    "point_indices": "datasets", "prepare_off_cache": "datasets", "read_off": "datasets",
+    "read_ply_points": "datasets", "sample_rng": "datasets", "verify_md5": "datasets",
+    "write_off": "datasets", "SUPPORTED_SUFFIXES": "files", "ShapeFile": "files",
+    "ShapeFileError": "files", "find_shape_files": "files", "read_shape": "files", "sample_shape": "files",
+    "SYNTHETIC_CLASSES": "synthetic:CLASS_NAMES", "SYNTHETIC_HARD_CLASSES": "synthetic:HARD_CLASS_NAMES",
+    "SYNTHETIC_LEVELS": "synthetic:LEVELS", "Nuisances": "synthetic", "build_shape": "synthetic",
+    "evaluate_baseline": "synthetic", "sample_surface": "synthetic",
+    "generate_synthetic": "synthetic:generate", "Compose": "transforms", "Jitter": "transforms",
+    "NormalizeUnitCube": "transforms", "NormalizeUnitSphere": "transforms", "RandomDropout": "transforms",
+    "RandomRotate": "transforms", "RandomScale": "transforms", "RandomSO3Rotation": "transforms",
+    "RandomTranslate": "transforms", "Resample": "transforms", "Shuffle": "transforms",
+    "Transform": "transforms",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+class _Package(types.ModuleType):
+    """This package, keeping ``collate`` the function: importing the submodule of the same name
+    (``pointabstract.data.collate``) would otherwise set the package's ``collate`` to the module, as
+    the eager ``from .collate import collate`` used to undo."""
+
+    def __setattr__(self, name, value):
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_SHADOWED = ("collate",)  # names the package exports that are also the names of its submodules
+sys.modules[__name__].__class__ = _Package

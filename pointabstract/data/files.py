@@ -8,11 +8,15 @@ suffix (any case)              read as
                                0 faces: a point cloud
 ``.obj``                       mesh (``v`` / ``vn`` / ``f`` with ``i/t/n`` corners, negative
                                indices, polygons); no ``f`` line: a point cloud
-``.stl``                       mesh (ascii / binary); identical corners merged into vertices
-``.pcd``                       point cloud (ascii / binary; ``x y z [normal_x normal_y normal_z]``)
+``.stl``                       mesh (ascii, any keyword case / binary); identical corners merged
+``.pcd``                       point cloud (ascii / binary / binary_compressed; ``x y z
+                               [normal_x normal_y normal_z]``; an organised cloud's NaN points
+                               dropped, the note says how many)
 ``.xyz`` ``.txt`` ``.csv``     point cloud, ``x y z [nx ny nz]`` columns, delimiter sniffed (a
                                header naming the columns lets others such as colours sit beside;
                                ShapeNetPart's ``x y z nx ny nz part`` is read without its part ids)
+``.xyzn`` ``.xyzrgb``          point cloud, ``x y z nx ny nz`` / ``x y z r g b`` (colours not read)
+``.pts``                       point cloud, a count line then ``x y z [i] [r g b]`` rows (Leica)
 ``.npy``                       point cloud, an (N, 3) or (N, 6) array (xyz, normals)
 ``.npz``                       point cloud, the ``points`` / ``xyz`` / ``pos`` array or the only
                                one; optional ``normals`` / ``normal``
@@ -46,13 +50,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _validate as V
-
 __all__ = ["SUPPORTED_SUFFIXES", "ShapeFile", "ShapeFileError", "coordinate_dtype", "find_shape_files",
            "read_shape", "sample_shape"]
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv",
-                                       ".npy", ".npz")
+                                       ".xyzn", ".xyzrgb", ".pts", ".npy", ".npz")
 NO_FACES = "mesh without faces: used as a point cloud"
 NOT_NORMALS = "columns 4-6 are not unit normals (colours?): only x y z are read"
 
@@ -137,7 +139,17 @@ def _read_stl(path: Path):
 def _read_pcd(path: Path):
     from .datasets.pcd import read_pcd
 
-    return (*read_pcd(path), None, None)
+    points, normals, note = read_pcd(path)
+    return points, normals, None, note
+
+
+def _read_fixed(path: Path):
+    from .datasets import point_formats as formats
+
+    suffix = path.suffix.lower()
+    if suffix == ".xyzn":
+        return (*formats.read_xyzn(path), None, None)
+    return (formats.read_xyzrgb if suffix == ".xyzrgb" else formats.read_pts)(path), None, None, None
 
 
 def _unit_or_note(points: np.ndarray, extra: np.ndarray | None):
@@ -169,11 +181,43 @@ def _split_array(path: Path, array: np.ndarray, what: str):
     return array[:, :3], (array[:, 3:] if array.shape[1] == 6 else None)
 
 
+def _check_npy_header(path: Path, handle, available: int, what: str) -> None:
+    """ValueError naming ``path`` when the ``.npy`` header at ``handle`` announces more bytes than the
+    ``available`` ones: numpy would allocate the announced array first (a damaged header asking for a
+    terabyte is a MemoryError, not a one-line error)."""
+    head = handle.read(12)  # magic, version, header length: checked before numpy reads that length
+    version = tuple(head[6:8])
+    length = int.from_bytes(head[8:10] if version == (1, 0) else head[8:12], "little")
+    damaged = ShapeFileError(f"{path}: {what} is not a whole .npy array (damaged header)")
+    known = version in ((1, 0), (2, 0), (3, 0))
+    if head[:6] != b"\x93NUMPY" or not known or length > min(available, 2 ** 20):
+        raise damaged
+    handle.seek(handle.tell() - len(head) + 8)
+    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    try:
+        shape, _, dtype = reader(handle)
+    except Exception:  # noqa: BLE001 - numpy parses the header text: SyntaxError, TokenError, ValueError...
+        raise damaged from None
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if need > available or any(not 0 <= size < 2 ** 62 for size in shape):
+        raise ShapeFileError(f"{path}: {what} announces {shape} {dtype} values ({need} bytes), the file "
+                             f"holds {available}: cut short or damaged")
+
+
 def _read_npy(path: Path):
+    with open(path, "rb") as handle:
+        _check_npy_header(path, handle, path.stat().st_size, "the array")
     return _unit_or_note(*_split_array(path, np.load(path, allow_pickle=False), "the array"))
 
 
 def _read_npz(path: Path):
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as handle:  # a member may inflate, but never past its own size
+                _check_npy_header(path, handle, info.file_size, f"array {info.filename!r}")
+            if info.file_size > 1100 * max(info.compress_size, 1) + 2 ** 16:  # deflate expands <= 1032x
+                raise ShapeFileError(f"{path}: member {info.filename!r} claims {info.file_size} bytes from "
+                                     f"{info.compress_size} compressed: damaged")
     with np.load(path, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
     key = next((k for k in ("points", "xyz", "pos") if k in arrays), None)
@@ -193,8 +237,8 @@ def _read_npz(path: Path):
 
 
 _READERS = {".ply": _read_ply, ".off": _read_off, ".obj": _read_obj, ".stl": _read_stl, ".pcd": _read_pcd,
-            ".xyz": _read_table, ".txt": _read_table, ".csv": _read_table, ".npy": _read_npy,
-            ".npz": _read_npz}
+            ".xyz": _read_table, ".txt": _read_table, ".csv": _read_table, ".xyzn": _read_fixed,
+            ".xyzrgb": _read_fixed, ".pts": _read_fixed, ".npy": _read_npy, ".npz": _read_npz}
 
 
 def _check_suffix(path: Path) -> None:
@@ -338,6 +382,8 @@ def sample_shape(shape: ShapeFile, n: int, *,
     Raises:
         ShapeFileError: naming the file, for a mesh whose triangles all have zero area.
     """
+    from .. import _validate as V  # imports torch: here, so that importing this module does not
+
     V.check_int("n", n, low=1)
     if not shape.is_mesh:
         return shape.points, shape.normals

@@ -1,15 +1,19 @@
-"""Training engine shared by every task: configs, loop, tasks, checkpoints, restore, reports."""
+"""Training engine shared by every task: configs, loop, tasks, checkpoints, restore, reports.
 
-from .checkpoint import atomic_save, load_checkpoint
-from .config import DataConfig, LogConfig, OptimConfig, RunConfig, load_config, to_flat
-from .evaluate import default_eval_dir, evaluate_checkpoint
-from .metrics import ConfusionMatrix
-from .report import write_report
-from .restored import Restored, restore
-from .tasks import TASKS, MissingDatasetError, Task, build_task, task_class
-from .trainer import train
+Names are loaded on first use (:mod:`pointabstract._lazy`): loading a model for prediction
+(:mod:`.checkpoint`, :mod:`.config`, :mod:`.restored`) does not import the trainer's tqdm or the
+reports' matplotlib."""
 
-__all__ = ["TASKS", "ConfusionMatrix", "DataConfig", "LogConfig", "MissingDatasetError", "OptimConfig",
-           "Restored", "RunConfig", "Task", "atomic_save", "build_task", "default_eval_dir",
-           "evaluate_checkpoint", "load_checkpoint", "load_config", "restore", "task_class", "to_flat",
-           "train", "write_report"]
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "atomic_save": "checkpoint", "load_checkpoint": "checkpoint", "DataConfig": "config",
+    "LogConfig": "config", "OptimConfig": "config", "RunConfig": "config", "load_config": "config",
+    "to_flat": "config", "default_eval_dir": "evaluate", "evaluate_checkpoint": "evaluate",
+    "ConfusionMatrix": "metrics", "write_report": "report", "Restored": "restored", "restore": "restored",
+    "TASKS": "tasks", "MissingDatasetError": "tasks", "Task": "tasks", "build_task": "tasks",
+    "task_class": "tasks", "train": "trainer",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

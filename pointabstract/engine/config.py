@@ -1,12 +1,14 @@
-"""Typed run configuration, filled from flat YAML presets plus ``key=value`` overrides.
+"""Typed run configuration, filled from YAML presets plus ``key=value`` overrides.
 
-A preset is one flat mapping (no nesting, no inheritance): top-level keys of
+A preset is one mapping (no inheritance) of dotted keys: top-level keys of
 :class:`RunConfig` (``model``, ``task``, ``seed``, ...), ``data.*``, ``optim.*``, ``log.*``,
 ``model.*`` for the fields of the chosen model's config dataclass and ``task.*`` for the fields
-of the task's settings dataclass (e.g. ``task.votes`` for classification). Command-line overrides
-use the same keys (``optim.lr=3e-4 model.k=16``); values are parsed as YAML scalars / lists
-(numbers, true / false, null, ``[0.8, 1.2]``), and a value YAML reads as text is taken exactly
-as typed, so ``log.out_dir=runs/exp #1`` or ``data.root=C:/data`` keep their ``#`` and ``:``
+of the task's settings dataclass (e.g. ``task.votes`` for classification). Nested mappings are the
+same keys written as a tree (``data: {root: x}`` is ``data.root: x``; under ``model:`` or ``task:``
+the key ``name`` is the model or task itself), read by :mod:`pointabstract.engine.presets`.
+Command-line overrides use the same keys (``optim.lr=3e-4 model.k=16``); values are parsed as YAML
+scalars / lists (numbers, true / false, null, ``[0.8, 1.2]``), and a value YAML reads as text is
+taken exactly as typed, so ``log.out_dir=runs/exp #1`` or ``data.root=C:/data`` keep their ``#`` and ``:``
 (see :func:`parse_override`). Unknown keys are an error naming them.
 """
 
@@ -18,11 +20,10 @@ from pathlib import Path
 
 from .. import _validate as V
 from ..models import MODELS, model_config, model_task
+from .presets import PRESETS, flatten_preset, model_preset, parse_override, preset_path, read_preset
 
-__all__ = ["DataConfig", "LogConfig", "OptimConfig", "RunConfig", "check_config", "load_config",
-           "parse_override", "preset_path", "read_preset", "to_flat", "upgrade_flat"]
-
-PRESETS = Path(__file__).resolve().parents[1] / "configs"
+__all__ = ["PRESETS", "DataConfig", "LogConfig", "OptimConfig", "RunConfig", "check_config", "flatten_preset",
+           "load_config", "parse_override", "preset_path", "read_preset", "to_flat", "upgrade_flat"]
 
 
 @dataclass
@@ -91,31 +92,9 @@ _SECTIONS = {"data": DataConfig, "optim": OptimConfig, "log": LogConfig}
 _ARGS = ("model_args", "task_args")
 
 
-def preset_path(name_or_path: str) -> Path:
-    """A preset by file path, or by name in pointabstract/configs (``demo`` -> demo.yaml)."""
-    path = Path(name_or_path)
-    if path.is_file():
-        return path
-    candidate = PRESETS / f"{name_or_path}.yaml"
-    if candidate.is_file():
-        return candidate
-    names = sorted(p.stem for p in PRESETS.glob("*.yaml"))
-    raise FileNotFoundError(f"no config file {name_or_path!r} and no preset of that name; presets: {names}; "
-                            f"or a model name (pointabstract.models.MODELS)")
-
-
-def model_preset(name: str) -> dict:
-    """``pointabstract train capsule_ae_small_ca``: a flat config for a registry model name with
-    everything else at its defaults, the task's usual dataset (the first of its ``datasets``) under
-    ``data.root`` and outputs in ``runs/<name>``."""
-    from .tasks import default_dataset
-
-    return {"model": name, "data.dataset": default_dataset(MODELS[name].task), "log.out_dir": f"runs/{name}"}
-
-
 def load_config(preset: str | Path | None = None, overrides: list[str] | dict | None = None) -> RunConfig:
     """Build a RunConfig from a preset (file, preset name or registry model name) and overrides
-    (``["k=v", ...]`` or a dict)."""
+    (``["k=v", ...]`` or a dict, flat or nested)."""
     flat = {}
     if preset is not None and not Path(str(preset)).is_file() and str(preset) in MODELS \
             and not (PRESETS / f"{preset}.yaml").is_file():
@@ -123,7 +102,7 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
     elif preset is not None:
         flat = read_preset(preset_path(str(preset)))
     if isinstance(overrides, dict):
-        flat.update(overrides)
+        flat.update(flatten_preset(overrides, source="overrides"))
     else:
         for item in overrides or []:
             if "=" not in item:
@@ -131,58 +110,6 @@ def load_config(preset: str | Path | None = None, overrides: list[str] | dict | 
             key, value = item.split("=", 1)
             flat[key.strip()] = parse_override(key.strip(), value)
     return _from_flat(flat)
-
-
-def read_preset(path: Path) -> dict:
-    """The flat mapping of a preset file; one-line ValueErrors naming the file (and line) for
-    text that is not UTF-8, not YAML, empty, or not one flat mapping."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not a UTF-8 text file (byte 0x{err.object[err.start]:02x} at offset "
-                         f"{err.start})") from None
-    import yaml  # the train extra; imported here so that naming tasks (the CLI's parser) needs none
-
-    try:
-        flat = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or " ".join(str(err).split())
-        context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
-        if context and start is not None and start is not mark:
-            problem += f"; {context} started at line {start.line + 1}"
-        raise ValueError(f"{where}: not valid YAML ({problem})") from None
-    if flat is None:
-        raise ValueError(f"{path} is empty: a preset must be one flat mapping of 'key: value' lines "
-                         f"(at least 'model: <name>')")
-    if not isinstance(flat, dict) or any(isinstance(v, dict) for v in flat.values()):
-        raise ValueError(f"{path}: a preset must be one flat mapping of 'key: value' lines")
-    return flat
-
-
-def parse_override(key: str, text: str):
-    """The value of a ``key=value`` override: YAML's reading when it is a number, a bool, null
-    or a list (``3e-4``, ``true``, ``[0.8, 1.2]``) or a quoted string, else ``text`` exactly as
-    typed (stripped), so that paths keep a ``#`` or ``:`` (YAML would read ``runs/exp #1`` as
-    ``runs/exp`` plus a comment, ``a: b`` as a mapping). A ``#`` that YAML would take for a
-    comment after a typed value is refused rather than dropped."""
-    import yaml
-
-    raw = text.strip()
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        return raw  # e.g. '[1, 2' or 'a: b: c': the text itself; the field's type check names it
-    quoted = raw[:1] in ("'", '"') and isinstance(value, str)
-    if not quoted and (isinstance(value, (str, dict)) or not isinstance(value, (bool, int, float, list))
-                       and value is not None):
-        return raw  # text, a mapping, a date: what was typed
-    if "#" in raw and "#" not in str(value):
-        dropped = raw[raw.index("#"):]
-        raise ValueError(f"override {key}={raw!r}: '#' would start a YAML comment and drop "
-                         f"' {dropped}'; quote the value or leave the comment out")
-    return value
 
 
 def _from_flat(flat: dict) -> RunConfig:

@@ -12,9 +12,10 @@ import torch
 from torch import nn
 
 from ..models import build_model, upgrade_state_dict
-from .checkpoint import check_finite_weights, load_checkpoint
+from .checkpoint import check_finite_weights
 from .config import RunConfig, load_config, upgrade_flat
 from .distributed import check_device
+from .pretrained import load_model_source
 from .tasks import build_task, check_eval_options, check_figures
 
 __all__ = ["Restored", "load_weights", "restore", "trained_data_root"]
@@ -40,7 +41,8 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
     """Rebuild the model saved in ``path`` and open its dataset split.
 
     Args:
-        path: a checkpoint written by the trainer (``last.pt`` / ``best.pt``).
+        path: a checkpoint written by the trainer (``last.pt`` / ``best.pt``) or a folder it was
+            exported to (``pointabstract export``, :mod:`.pretrained`).
         data_root: dataset root (default: the one it was trained on, found from any working
             folder; see :func:`trained_data_root`).
         split: a split of the task's dataset (``"test"``, ``"train"``, ...); never augmented here.
@@ -57,7 +59,7 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
         ValueError: not a pointabstract checkpoint, a config this version cannot read, an
             override or option that does not apply (naming it), data or weights that do not fit it.
     """
-    ckpt = load_checkpoint(path)
+    ckpt = load_model_source(path)
     check_finite_weights(ckpt["model"], str(path))
     dev = check_device(device)
     flat = upgrade_flat(dict(ckpt["config"]))

@@ -145,8 +145,11 @@ def _skip(what, reason) -> str:
 
 
 def _chunks(files: list[Path], size: int, *, progress: bool):
-    from tqdm.auto import tqdm
-
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # the core install (no data / train extra): no progress bar
+        yield from (files[start:start + size] for start in range(0, len(files), size))
+        return
     with tqdm(total=len(files), desc="predict", unit="file", disable=not progress, file=sys.stderr,
               leave=False) as bar:
         for start in range(0, len(files), size):
@@ -186,8 +189,11 @@ def _report(predictor, prepared, result, out: Path | None, name: str, args) -> l
 
 
 def _print(line: str) -> None:
-    from tqdm.auto import tqdm
-
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # the core install: no bar to print around
+        print(line, flush=True)
+        return
     tqdm.write(line, file=sys.stdout)
 
 

@@ -1,5 +1,7 @@
 """A checkpoint rebuilt for prediction, with no dataset on disk: the model, its task and the
-names of what it predicts, all read from the checkpoint.
+names of what it predicts, all read from the checkpoint or from a folder it was exported to
+(``config.json`` + ``model.safetensors``, :mod:`pointabstract.engine.pretrained`), which
+:meth:`Trained.save_pretrained` writes.
 
 :func:`pointabstract.engine.restore` also opens the training dataset (``eval``, the viewer and
 the benchmarks need it); this reads the same checkpoint keys (``config``, ``model``,
@@ -17,6 +19,7 @@ the benchmarks need it); this reads the same checkpoint keys (``config``, ``mode
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +27,10 @@ import torch
 from torch import nn
 
 from ..data import MODELNET10, MODELNET40, SHAPENET_PART
-from ..engine.checkpoint import check_finite_weights, load_checkpoint
-from ..engine.config import RunConfig, load_config, upgrade_flat
+from ..engine.checkpoint import check_finite_weights
+from ..engine.config import RunConfig, load_config, to_flat, upgrade_flat
 from ..engine.distributed import check_device
+from ..engine.pretrained import CONFIG, WEIGHTS, load_model_source, write_pretrained
 from ..engine.restored import load_weights
 from ..engine.tasks import build_task
 from ..models import build_model
@@ -54,34 +58,59 @@ class Trained:
         return list(getattr(self.task, {"classification": "class_names", "part_segmentation": "categories",
                                          "reconstruction": "category_names"}[self.config.task]))
 
+    def save_pretrained(self, out: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the model as ``out/config.json`` + ``out/model.safetensors`` (no optimiser, no pickle),
+        which :func:`load_trained` / ``pointabstract.load(out)`` read back to the same outputs.
+
+        Raises:
+            FileExistsError: ``out`` is a file, holds other files, or holds an export and not ``overwrite``.
+        """
+        from .. import __version__
+        from .prepare import training_frame
+
+        cfg, ckpt = self.config, self.checkpoint
+        source = {"checkpoint": self.path.name, "epoch": ckpt.get("epoch"), "step": ckpt.get("step"),
+                  "best_metric": ckpt.get("best_metric")}
+        meta = {"pointabstract_version": __version__, "model": cfg.model, "task": cfg.task,
+                "config": to_flat(cfg), "names": self.names, "task_state": self.task.state(),
+                "normalization": {"frame": training_frame(cfg), "num_points": cfg.data.num_points,
+                                  "use_normals": cfg.data.use_normals},
+                "source": {k: v for k, v in source.items()
+                           if isinstance(v, (int, str)) or isinstance(v, float) and math.isfinite(v)}}
+        return write_pretrained(out, self.model.state_dict(), meta, overwrite=overwrite)
+
 
 def checkpoint_file(path: str | Path) -> Path:
-    """``path`` itself, or for a run folder (a ``log.out_dir``) its ``last.pt``.
+    """``path`` itself (a checkpoint, or a folder written by ``pointabstract export``), or for a
+    run folder (a ``log.out_dir``) its ``last.pt``.
 
     Raises:
-        FileNotFoundError: a folder without ``last.pt``, naming what it holds.
+        FileNotFoundError: a folder that is neither an export nor holds ``last.pt``, naming what it
+            holds.
     """
     path = Path(path)
-    if not path.is_dir():
+    exported = any((path / name).is_file() for name in (CONFIG, WEIGHTS))
+    if not path.is_dir() or exported:
         return path
     if (path / "last.pt").is_file():
         return path / "last.pt"
     held = sorted(p.name for p in path.glob("*.pt"))
     raise FileNotFoundError(f"{path} is a folder without last.pt (a run folder holds the last.pt and best.pt "
-                            f"that `pointabstract train` writes); its checkpoints: {held or 'none'}")
+                            f"that `pointabstract train` writes) and not an exported model (config.json + "
+                            f"model.safetensors); its checkpoints: {held or 'none'}")
 
 
 def load_trained(path: str | Path, *, device: str | torch.device = "cpu") -> Trained:
-    """Rebuild the model saved in ``path`` (a checkpoint, or a run folder: its ``last.pt``) for
-    prediction.
+    """Rebuild the model saved in ``path`` (a checkpoint, a run folder: its ``last.pt``, or a
+    folder written by :meth:`Trained.save_pretrained` / ``pointabstract export``) for prediction.
 
     Raises:
-        FileNotFoundError: no such checkpoint (or a folder without ``last.pt``).
+        FileNotFoundError: no such checkpoint, a folder without ``last.pt`` that is no export.
         ValueError: not a pointabstract checkpoint, NaN weights, a config this version cannot
             read, weights that do not fit the model of its config, no class names.
     """
     path = checkpoint_file(path)
-    ckpt = load_checkpoint(path)
+    ckpt = load_model_source(path)
     check_finite_weights(ckpt["model"], str(path))
     dev = check_device(device)
     try:

@@ -30,7 +30,8 @@ OPTIONS = {"top_k": ("classification",), "votes": ("classification", "part_segme
 
 
 def load(checkpoint: str | Path, device: str | torch.device = "cpu") -> Predictor:
-    """The :class:`Predictor` of a trained checkpoint (``last.pt`` / ``best.pt``).
+    """The :class:`Predictor` of a trained checkpoint (``last.pt`` / ``best.pt``) or of a folder
+    written by :meth:`Predictor.save_pretrained` / ``pointabstract export``.
 
     Raises:
         FileNotFoundError: no such checkpoint. ValueError: not a usable checkpoint (one line).
@@ -61,6 +62,16 @@ class Predictor:
         self.categories = list(trained.names) if self.task == "part_segmentation" else []
         self.batch_size = batch_size or int(trained.config.data.eval_batch_size)
         self.frame = training_frame(trained.config)
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, device: str | torch.device = "cpu") -> Predictor:
+        """The predictor of a folder written by :meth:`save_pretrained` (or of a checkpoint)."""
+        return cls(load_trained(folder, device=device))
+
+    def save_pretrained(self, folder: str | Path, *, overwrite: bool = False) -> Path:
+        """Write ``folder/config.json`` + ``folder/model.safetensors``
+        (:meth:`.loading.Trained.save_pretrained`)."""
+        return self.trained.save_pretrained(folder, overwrite=overwrite)
 
     def __repr__(self) -> str:
         return (f"Predictor({self.trained.config.model!r}, task={self.task!r}, N={self.num_points}, "

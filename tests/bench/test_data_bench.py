@@ -92,3 +92,37 @@ def test_an_out_under_a_file_is_refused_before_any_work(tmp_path, capsys, monkey
     assert cli(["bench", "data", "--out", str(tmp_path / "file" / "d.md")]) == 2
     assert re.fullmatch(r"error: --out .*file/d.md: folder .*file is a file, not a folder\n",
                         capsys.readouterr().err)
+
+
+def test_formats_prints_the_reader_table_of_every_format(tmp_path, capsys, monkeypatch):
+    """The table's plumbing; trimesh and Open3D are stood in for by one reader that refuses clouds
+    (importing both costs seconds; tests/data/test_cross_library.py reads with them)."""
+    from pointabstract.bench import readers
+    from pointabstract.cli import main
+    from pointabstract.data.files import read_shape
+
+    def other(path, kind):
+        def call():
+            if kind == "cloud":
+                raise ValueError("meshes only")
+            read_shape(path)
+        return call
+
+    monkeypatch.setattr(readers, "_readers", lambda: {"ours": lambda path, kind: lambda: read_shape(path),
+                                                      "other": other})
+    assert main(["bench", "data", "--formats", "--grid", "4", "--repeats", "1", "--out", str(tmp_path / "r.md")]) == 0
+    table = (tmp_path / "r.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "vertices" in line]
+    labels = {row.split(" | ")[0][2:] for row in rows}
+    assert {"binary STL", "ASCII STL, upper case", "binary PLY, mixed faces", "ASCII PLY, mixed faces",
+            "OBJ, mixed faces", "OFF, mixed faces", "PCD binary_compressed", "XYZN", "XYZRGB", "PTS"} <= labels
+    assert all(row.split(" | ")[2] != "-" for row in rows)  # ours reads every file
+    assert all((row.split(" | ")[3] == "-") == (row.split(" | ")[4] == "- |") for row in rows)  # ratio iff other
+    assert "| file | size | ours ms | other ms | ours / fastest other |" in capsys.readouterr().out
+
+
+def test_formats_refuses_a_grid_too_small_for_a_torus(capsys):
+    from pointabstract.cli import main
+
+    assert main(["bench", "data", "--formats", "--grid", "2"]) == 2
+    assert "--grid must be an int >= 3 (a torus grid needs 3 x 3 vertices), got 2" in capsys.readouterr().err

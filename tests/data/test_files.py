@@ -332,7 +332,8 @@ def test_find_shape_files_in_folders_globs_and_files(tmp_path):
     # a file named twice (directly and in its folder) is listed once, in first-seen order
     assert find_shape_files([tmp_path / "a.off", tmp_path]) == [tmp_path / "a.off", tmp_path / "b/deep/y.ply",
                                                                 tmp_path / "b/z.OBJ"]
-    assert set(SUPPORTED_SUFFIXES) == {".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv", ".npy", ".npz"}
+    assert set(SUPPORTED_SUFFIXES) == {".ply", ".off", ".obj", ".stl", ".pcd", ".xyz", ".txt", ".csv", ".xyzn",
+                                       ".xyzrgb", ".pts", ".npy", ".npz"}
 
 
 def test_find_shape_files_errors(tmp_path):
@@ -385,7 +386,9 @@ def _bytes(path: Path, content) -> Path:
      r"short\.stl: 2 'vertex' lines, not a multiple of 3"),
     ("none.stl", "solid x\nendsolid x\n", r"none\.stl: empty: the STL file has no triangle"),
     ("z.pcd", "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 1\nHEIGHT 1\nPOINTS 1\n"
-              "DATA binary_compressed\n", r"z\.pcd: unsupported PCD storage 'DATA binary_compressed' \(re-save it"),
+              "DATA binary_compressed\n", r"z\.pcd: truncated: no compressed sizes after 'DATA binary_compressed'"),
+    ("u.pcd", "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nPOINTS 1\nDATA binary_lzma\n",
+     r"u\.pcd: unsupported PCD storage 'DATA binary_lzma' \(ascii, binary or binary_compressed\)"),
     ("xy.pcd", "FIELDS x y\nSIZE 4 4\nTYPE F F\nCOUNT 1 1\nPOINTS 1\nDATA ascii\n0 0\n", r"xy\.pcd: PCD header needs FIELDS with x y z"),
     ("rows.pcd", "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nPOINTS 2\nDATA ascii\n0 0 0\n", r"rows\.pcd: expected 2 rows of 3 values"),
 ])
@@ -446,3 +449,51 @@ def test_real_scannet_scene_is_xyz_with_colours_left_out(realdata):
     shape = read_shape(files[0])
     assert shape.points.shape == (len(np.load(files[0], mmap_mode="r")), 3) and shape.note == NOT_NORMALS
     np.testing.assert_array_equal(shape.points, np.load(files[0])[:, :3])
+
+
+# --- a light import ---------------------------------------------------------------------------------
+
+def test_importing_the_module_imports_numpy_only():
+    """``import pointabstract.data.files`` loads no third-party module but numpy (it used to pull
+    in torch, h5py and tqdm through the package's eager ``__init__``: 2 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nbefore = set(sys.modules)\nimport pointabstract.data.files\n"
+            "top = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+            "print(sorted(top - set(sys.stdlib_module_names) - {'numpy', 'pointabstract'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def _npy_bytes(array: np.ndarray, shape_text: str | None = None) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    data = buffer.getvalue()
+    return data if shape_text is None else data.replace(f"{array.shape}".encode(), shape_text.encode(), 1)
+
+
+@pytest.mark.parametrize("shape_text, message", [
+    ("(40000000000, 3)", r"a\.npy: the array announces \(40000000000, 3\) float64 values \(960000000000 bytes\)"),
+    ("(0, 99999999999999999999)", r"a\.npy: the array announces \(0, 99999999999999999999\)"),
+    ("(-4, 3)", r"a\.npy: the array announces \(-4, 3\)"),
+])
+def test_a_damaged_npy_header_is_refused_before_numpy_allocates_it(tmp_path, shape_text, message):
+    """Found by the fuzz test: numpy allocates the announced array first (a MemoryError)."""
+    (tmp_path / "a.npy").write_bytes(_npy_bytes(np.zeros((4, 3)), shape_text.ljust(6)))
+    with pytest.raises(ShapeFileError, match=message):
+        read_shape(tmp_path / "a.npy")
+    (tmp_path / "b.npy").write_bytes(b"\x93NUMPY\x01\x73" + b"\xff" * 40)
+    with pytest.raises(ShapeFileError, match=r"b\.npy: the array is not a whole \.npy array \(damaged header\)"):
+        read_shape(tmp_path / "b.npy")
+
+
+def test_a_damaged_npz_member_is_refused(tmp_path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "a.npz", "w") as archive:
+        archive.writestr("points.npy", _npy_bytes(np.zeros((4, 3)), "(4000000000, 3)"))
+    with pytest.raises(ShapeFileError, match=r"a\.npz: array 'points\.npy' announces \(4000000000, 3\)"):
+        read_shape(tmp_path / "a.npz")

@@ -60,10 +60,10 @@ def test_bad_values_and_files(tmp_path):
         load_config(None, ["log.progress=3"])
     with pytest.raises(ValueError, match="must look like key=value"):
         load_config(None, ["lr"])
-    nested = tmp_path / "n.yaml"
-    nested.write_text("optim:\n  lr: 0.1\n")
-    with pytest.raises(ValueError, match="one flat mapping"):
-        load_config(nested)
+    listed = tmp_path / "l.yaml"
+    listed.write_text("- optim.lr: 0.1\n")
+    with pytest.raises(ValueError, match=r"l.yaml: a preset must be a mapping of 'key: value' lines, got a list"):
+        load_config(listed)
     with pytest.raises(FileNotFoundError, match="no config file 'nope' and no preset of that name"):
         load_config("nope")
 
@@ -126,7 +126,7 @@ def test_preset_syntax_and_encoding_errors_are_one_line(tmp_path):
 def test_an_empty_preset_is_refused(tmp_path, text):
     empty = tmp_path / "empty.yaml"
     empty.write_text(text)
-    with pytest.raises(ValueError, match=r"empty.yaml is empty: a preset must be one flat mapping of 'key: value' "
+    with pytest.raises(ValueError, match=r"empty.yaml is empty: a preset must be a mapping of 'key: value' "
                                          r"lines \(at least 'model: <name>'\)"):
         load_config(empty)
 
@@ -168,3 +168,65 @@ def test_layer_sizes_below_one_are_refused(model, override):
 
 def test_empty_head_is_still_allowed():
     assert load_config(None, ["model.head_dims=[]"]).model_config().head_dims == ()
+
+
+def _nested_demo() -> str:
+    """pointabstract/configs/demo.yaml written as a tree (the Hydra / Pointcept / mmengine habit)."""
+    return """
+model:
+  name: centroid_transformer
+  widths: [32, 64, 64, 128]
+  heads: 4
+  k: 16
+  fuse_dim: 128
+  head_dims: [128, 64]
+  dropout: 0.3
+task:
+  name: classification
+  augment: scale_translate
+seed: 0
+data:
+  dataset: modelnet40
+  root: datasets/synthetic
+  num_points: 256
+  batch_size: 32
+  workers: 2
+optim: {epochs: 5, optimizer: adamw, lr: 0.002, weight_decay: 0.01, schedule: cosine}
+log:
+  out_dir: runs/demo
+"""
+
+
+def test_a_nested_preset_is_the_flat_preset(tmp_path):
+    nested = tmp_path / "nested.yaml"
+    nested.write_text(_nested_demo())
+    assert to_flat(load_config(nested)) == to_flat(load_config("demo"))
+    # flat and nested spellings mix; overrides still win; a nested dict of overrides reads alike
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("model: centroid_transformer\nmodel.k: 8\noptim:\n  lr: 0.5\n")
+    cfg = load_config(mixed, ["optim.lr=0.25"])
+    assert (cfg.model_config().k, cfg.optim.lr) == (8, 0.25)
+    assert to_flat(load_config(None, {"model": {"name": "centroid_transformer", "k": 8}, "optim": {"lr": 0.25}})) \
+        == to_flat(cfg)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("optim:\n  lrr: 0.1\n", r"unknown config key\(s\) \['optim.lrr'\]"),
+    ("optim:\n  epochs: ten\n", r"optim.epochs must be an int, got 'ten'"),
+    ("data:\n  root:\n    deeper: x\n", r"unknown config key\(s\) \['data.root.deeper'\]"),
+    ("data:\n  root: a\ndata.root: b\n",
+     r"p.yaml: key 'data.root' is given twice \(as 'data: root' and as 'data.root'\); keep one"),
+    ("model: centroid_transformer\nmodel:\n  k: 8\n",
+     r"p.yaml:2: not valid YAML \(key 'model' is given twice in one mapping\)"),
+    ("model: centroid_transformer\nmodel:\n  name: self_attention\n",
+     r"p.yaml:2: not valid YAML \(key 'model' is given twice in one mapping\)"),
+    ("model.k: 8\nmodel:\n  k: 16\n", r"p.yaml: key 'model.k' is given twice \(as 'model.k' and as 'model: k'\)"),
+    ("data: {}\n", r"p.yaml: 'data' is an empty mapping; give its keys or leave it out"),
+    ("data:\n  1: x\n", r"p.yaml: key 1 at 'data: 1' must be text like 'data' or 'root'"),
+])
+def test_nested_preset_errors_are_one_line_with_the_nested_path(tmp_path, text, message):
+    preset = tmp_path / "p.yaml"
+    preset.write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        load_config(preset)
+    assert "\n" not in str(info.value)

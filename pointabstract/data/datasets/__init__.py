@@ -14,22 +14,21 @@ module                 what
 ``off_cache``          the OFF -> HDF5 point cache (every mesh sampled once)
 ``checksums``          archive md5s and the array checks every reader shares
 =====================  ==========================================================
+
+Names are loaded on first use, so the file readers import without the loaders' h5py / torch.
 """
 
-from .base import SAMPLE_KEYS, LayoutNotFoundError, PointDataset, sample_rng
-from .checksums import ARCHIVES, file_md5, verify_md5
-from .folder import ShapeFolder
-from .modelnet import LAYOUTS as MODELNET_LAYOUTS
-from .modelnet import ModelNet10, ModelNet40, detect_layout, point_indices
-from .off import read_off, write_off
-from .off_cache import prepare_off_cache
-from .ply import read_ply, read_ply_points
-from .shapenet_core import ShapeNetCore
-from .shapenet_part import ShapeNetPart, detect_part_layout
+from ..._lazy import lazy_exports
 
-__all__ = [
-    "ARCHIVES", "MODELNET_LAYOUTS", "SAMPLE_KEYS", "LayoutNotFoundError", "ModelNet10", "ModelNet40",
-    "PointDataset", "ShapeFolder", "ShapeNetCore", "ShapeNetPart", "detect_layout", "detect_part_layout",
-    "file_md5", "point_indices",
-    "prepare_off_cache", "read_off", "read_ply", "read_ply_points", "sample_rng", "verify_md5", "write_off",
-]
+_EXPORTS = {
+    "SAMPLE_KEYS": "base", "LayoutNotFoundError": "base", "PointDataset": "base", "sample_rng": "base",
+    "ARCHIVES": "checksums", "file_md5": "checksums", "verify_md5": "checksums", "ShapeFolder": "folder",
+    "MODELNET_LAYOUTS": "modelnet:LAYOUTS", "ModelNet10": "modelnet", "ModelNet40": "modelnet",
+    "detect_layout": "modelnet", "point_indices": "modelnet", "read_off": "off", "write_off": "off",
+    "prepare_off_cache": "off_cache", "read_ply": "ply", "read_ply_points": "ply",
+    "ShapeNetCore": "shapenet_core", "ShapeNetPart": "shapenet_part",
+    "detect_part_layout": "shapenet_part",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

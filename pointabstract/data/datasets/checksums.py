@@ -17,8 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import _validate as V
-
 __all__ = ["ARCHIVES", "Archive", "check_columns", "check_finite", "check_whole", "file_md5", "read_h5",
            "verify_md5"]
 
@@ -65,6 +63,8 @@ ARCHIVES: dict[str, Archive] = {a.name: a for a in (
 
 def file_md5(path: str | Path, *, chunk_size: int = 1 << 20) -> str:
     """The md5 hex digest of a file, read in chunks of ``chunk_size`` bytes."""
+    from ... import _validate as V  # imports torch: here, so the readers importing this module do not
+
     V.check_int("chunk_size", chunk_size, low=1)
     digest = hashlib.md5()
     with open(path, "rb") as handle:

@@ -21,91 +21,87 @@ import numpy as np
 __all__ = ["read_obj"]
 
 
-def _sort_lines(path: Path, text: str):
-    """The ``v``, ``vn`` and ``f`` lines as (line number, rest); faces also carry the V and VN
-    counts reached so far (for negative indices)."""
-    vertices, normals, faces = [], [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        head, _, rest = line.strip().partition(" ")
-        if "\t" in head:  # tab-separated keyword
-            head, _, more = head.partition("\t")
-            rest = f"{more} {rest}"
-        if head == "v":
-            vertices.append((number, rest))
-        elif head == "vn":
-            normals.append((number, rest))
-        elif head == "f":
-            faces.append((number, rest, len(vertices), len(normals)))
-    return vertices, normals, faces
+class _Rows:
+    """The file's tokens grouped by line: ``start[r]`` the first token of row r (a line with
+    tokens), ``length[r]`` its token count, ``kind[r]`` 1 for ``v``, 2 for ``vn``, 3 for ``f``, 0 else."""
+
+    def __init__(self, buf: np.ndarray):
+        from .text_kernels import tokenize
+
+        self.buf, self.tokens = buf, tokenize(buf, comment=b"#")
+        line = self.tokens.line
+        new = np.ones(len(line), bool)
+        new[1:] = line[1:] != line[:-1]
+        self.start = np.flatnonzero(new)
+        self.length = np.diff(np.append(self.start, len(line)))
+        size = self.tokens.ends[self.start] - self.tokens.starts[self.start]
+        head = buf[self.tokens.starts[self.start]]
+        second = buf[np.minimum(self.tokens.starts[self.start] + 1, len(buf) - 1)]
+        self.kind = np.select([(size == 1) & (head == 118), (size == 2) & (head == 118) & (second == 110),
+                               (size == 1) & (head == 102)], [1, 2, 3], 0)
+
+    def number(self, row: int) -> int:
+        return int(self.tokens.line[self.start[row]]) + 1
+
+    def text(self, row: int) -> str:
+        """The row after its keyword."""
+        tokens, first = self.tokens, self.start[row] + min(1, self.length[row] - 1)
+        last = self.start[row] + self.length[row] - 1
+        return bytes(self.buf[tokens.starts[first]:tokens.ends[last]]).decode("latin-1")
+
+    def token(self, k: int) -> str:
+        return bytes(self.buf[self.tokens.starts[k]:self.tokens.ends[k]]).decode("latin-1")
 
 
-def _floats(path: Path, rows: list[tuple[int, str]], what: str) -> np.ndarray:
-    """(R, 3) float64 of the first three values of each row; an error names the bad line."""
-    try:
-        return np.array([rest.split()[:3] for _, rest in rows], dtype=np.float64).reshape(-1, 3)
-    except ValueError:
-        for number, rest in rows:
-            fields = rest.split()[:3]
-            try:
-                if len(fields) != 3:
-                    raise ValueError
-                [float(f) for f in fields]
-            except ValueError:
-                raise ValueError(f"{path}:{number}: bad {what} line {rest[:60]!r}: "
-                                 "expected 3 numbers") from None
-        raise
+def _floats(path: Path, rows: _Rows, kind: int, what: str) -> np.ndarray:
+    """(R, 3) float64 of the first three values of each row of ``kind``; an error names the bad line."""
+    from .text_kernels import token_floats
+
+    picked = np.flatnonzero(rows.kind == kind)
+    short = picked[rows.length[picked] < 4]
+    if len(short):
+        raise ValueError(f"{path}:{rows.number(short[0])}: bad {what} line {rows.text(short[0])[:60]!r}: "
+                         "expected 3 numbers")
+    row_of = np.repeat(picked, 3)
+
+    def where(k):
+        row = int(row_of[np.searchsorted(index, k)])
+        return f"{path}:{rows.number(row)}: bad {what} line {rows.text(row)[:60]!r}: expected 3 numbers"
+
+    index = (rows.start[picked][:, None] + np.arange(1, 4)).ravel()
+    return token_floats(rows.buf, rows.tokens, index, where=where).reshape(-1, 3)
 
 
-def _corner(token: str, count: int, normal_count: int) -> tuple[int, int]:
-    """(0-based vertex index, 0-based normal index or -1) of a face corner ``i[/t[/n]]``."""
-    parts = token.split("/")
-    index = int(parts[0])
-    normal = int(parts[2]) if len(parts) > 2 and parts[2] else 0
-    vertex = index - 1 if index > 0 else count + index if index < 0 else -1 - count  # 0 is invalid
-    if normal > 0:
-        normal -= 1
-    elif normal < 0:
-        normal += normal_count
-    else:
-        normal = -1
-    return vertex, normal
-
-
-def _plain_triangles(rows: list, n_vertices: int) -> np.ndarray | None:
-    """(F, 3) triangles when every face line is ``f i j k`` with positive indices in range, else None
-    (the line-by-line parser then handles corners, polygons, negative indices and errors)."""
-    try:
-        table = np.array([rest.split() for _, rest, _, _ in rows], dtype=np.int64)
-    except ValueError:
-        return None
-    if table.ndim != 2 or table.shape[1] != 3 or (table < 1).any() or (table > n_vertices).any():
-        return None
-    return table - 1
-
-
-def _polygons(path: Path, rows: list, n_vertices: int) -> tuple[np.ndarray, np.ndarray]:
+def _polygons(path: Path, rows: _Rows, n_vertices: int, n_normals: int) -> tuple[np.ndarray, np.ndarray]:
     """(F, 3) triangles and (F, 3) normal indices (-1: none) of the face lines."""
-    plain = _plain_triangles(rows, n_vertices) if rows else None
-    if plain is not None:
-        return plain, np.full_like(plain, -1)
-    triangles, normal_ids = [], []
-    for number, rest, count, normal_count in rows:
-        try:
-            corners = [_corner(t, count, normal_count) for t in rest.split()]
-        except ValueError:
-            raise ValueError(f"{path}:{number}: bad face line {rest[:60]!r}: expected corners "
-                             "'i', 'i/t', 'i//n' or 'i/t/n'") from None
-        if len(corners) < 3:
-            raise ValueError(f"{path}:{number}: a face needs at least 3 corners, got {rest[:60]!r}")
-        bad = [t for t, (v, _) in zip(rest.split(), corners) if not 0 <= v < n_vertices]
-        if bad:
-            raise ValueError(f"{path}:{number}: face corner {bad[0]!r} refers to a missing vertex "
-                             f"(the file has {n_vertices} vertices)")
-        for k in range(1, len(corners) - 1):
-            triangles.append((corners[0][0], corners[k][0], corners[k + 1][0]))
-            normal_ids.append((corners[0][1], corners[k][1], corners[k + 1][1]))
-    return (np.array(triangles, dtype=np.int64).reshape(-1, 3),
-            np.array(normal_ids, dtype=np.int64).reshape(-1, 3))
+    from .polygons import fan_triangles, gather_lists
+    from .text_kernels import obj_corners
+
+    faces = np.flatnonzero(rows.kind == 3)
+    sizes = rows.length[faces] - 1
+    index = gather_lists(rows.start[faces] + 1, sizes)  # the corner tokens, face after face
+    corners, bad = obj_corners(rows.buf, rows.tokens, index)
+    face_of = np.repeat(np.arange(len(faces)), sizes)
+    if bad >= 0:
+        row = faces[np.searchsorted(rows.start[faces], bad, side="right") - 1]
+        raise ValueError(f"{path}:{rows.number(row)}: bad face line {rows.text(row)[:60]!r}: expected "
+                         "corners 'i', 'i/t', 'i//n' or 'i/t/n'")
+    short = np.flatnonzero(sizes < 3)
+    if len(short):
+        raise ValueError(f"{path}:{rows.number(faces[short[0]])}: a face needs at least 3 corners, got "
+                         f"{rows.text(faces[short[0]])[:60]!r}")
+    before = np.cumsum(rows.kind == 1)[faces][face_of], np.cumsum(rows.kind == 2)[faces][face_of]
+    vertex = np.where(corners[:, 0] > 0, corners[:, 0] - 1, before[0] + corners[:, 0])
+    normal = np.where(corners[:, 2] > 0, corners[:, 2] - 1,
+                      np.where(corners[:, 2] < 0, before[1] + corners[:, 2], -1))
+    outside = np.flatnonzero((vertex < 0) | (vertex >= n_vertices))
+    if len(outside):
+        row, k = faces[face_of[outside[0]]], outside[0]
+        raise ValueError(f"{path}:{rows.number(row)}: face corner {rows.token(index[k])!r} refers to a "
+                         f"missing vertex (the file has {n_vertices} vertices)")
+    triangles, _ = fan_triangles(sizes, vertex)
+    normal_ids, _ = fan_triangles(sizes, np.where(normal >= n_normals, -1, normal))
+    return triangles, normal_ids
 
 
 def _vertex_normals(faces: np.ndarray, normal_ids: np.ndarray, normals: np.ndarray,
@@ -138,8 +134,8 @@ def read_obj(path: str | Path) -> tuple[np.ndarray, np.ndarray | None, np.ndarra
             face with fewer than 3 corners or referring to a vertex the file does not have.
     """
     path = Path(path)
-    vertex_rows, normal_rows, face_rows = _sort_lines(path, path.read_bytes().decode("latin-1"))
-    vertices = _floats(path, vertex_rows, "vertex")
-    normals = _floats(path, normal_rows, "normal")
-    faces, normal_ids = _polygons(path, face_rows, len(vertices))
+    rows = _Rows(np.fromfile(path, dtype=np.uint8))
+    vertices = _floats(path, rows, 1, "vertex")
+    normals = _floats(path, rows, 2, "normal")
+    faces, normal_ids = _polygons(path, rows, len(vertices), len(normals))
     return vertices, _vertex_normals(faces, normal_ids, normals, len(vertices)), faces

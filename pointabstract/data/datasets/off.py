@@ -12,7 +12,6 @@ The HDF5 cache that samples every mesh of a tree once is in :mod:`.off_cache`.
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
@@ -25,35 +24,47 @@ __all__ = ["find_meshes", "read_off", "sample_mesh", "write_off"]
 _HEADER = re.compile(r"^(?:ST)?C?N?OFF(?=\s|\d|$)(.*)$")
 
 
-def _content_lines(path: Path) -> list[tuple[int, str]]:
-    """(1-based line number, text without comment) of every line that holds data."""
-    try:
-        text = path.read_bytes().decode("latin-1")
-    except OSError as err:
-        raise ValueError(f"{path}: cannot read OFF file ({err})") from err
-    rows = text.splitlines()
-    if "#" in text:
-        rows = [row.split("#", 1)[0] for row in rows]
-    return [(number, stripped) for number, row in enumerate(rows, start=1) if (stripped := row.strip())]
+class _Rows:
+    """The tokens of an OFF file (``#`` comments skipped) grouped by line: ``start[r]`` the first
+    token of row r (a line holding data), ``length[r]`` its token count."""
+
+    def __init__(self, path: Path):
+        from .text_kernels import tokenize
+
+        try:
+            self.buf = np.fromfile(path, dtype=np.uint8)
+        except OSError as err:
+            raise ValueError(f"{path}: cannot read OFF file ({err})") from err
+        self.tokens = tokenize(self.buf, comment=b"#")
+        line = self.tokens.line
+        new = np.ones(len(line), bool)
+        new[1:] = line[1:] != line[:-1]
+        self.start = np.flatnonzero(new)
+        self.length = np.diff(np.append(self.start, len(line)))
+
+    def number(self, row: int) -> int:
+        return int(self.tokens.line[self.start[row]]) + 1
+
+    def text(self, row: int) -> str:
+        first, last = self.start[row], self.start[row] + self.length[row] - 1
+        return bytes(self.buf[self.tokens.starts[first]:self.tokens.ends[last]]).decode("latin-1")
 
 
-def _parse_counts(path: Path, lines: list[tuple[int, str]], no_faces: bool = False) -> tuple[int, int, int]:
-    """(V, F, index of the first vertex line in ``lines``) from the header."""
-    if not lines:
+def _parse_counts(path: Path, rows: _Rows, no_faces: bool = False) -> tuple[int, int, int]:
+    """(V, F, index of the first vertex row) from the header."""
+    if not len(rows.start):
         raise ValueError(f"{path}: empty file (no OFF header)")
-    number, first = lines[0]
+    first = rows.text(0)
     match = _HEADER.match(first)
     if match is None:
-        raise ValueError(f"{path}:{number}: expected the header 'OFF', got {first[:40]!r}")
-    rest, start = match.group(1).strip(), 1
+        raise ValueError(f"{path}:{rows.number(0)}: expected the header 'OFF', got {first[:40]!r}")
+    rest, start, number = match.group(1).strip(), 1, rows.number(0)
     if not rest:  # the usual case: counts on the next data line
-        if len(lines) < 2:
+        if len(rows.start) < 2:
             raise ValueError(f"{path}:{number}: truncated file: no counts line after the header")
-        number, rest = lines[1]
-        start = 2
-    fields = rest.split()
+        rest, start, number = rows.text(1), 2, rows.number(1)
     try:
-        counts = [int(f) for f in fields]
+        counts = [int(f) for f in rest.split()]
     except ValueError:
         counts = []
     if len(counts) not in (2, 3) or min(counts) < 0:
@@ -65,64 +76,58 @@ def _parse_counts(path: Path, lines: list[tuple[int, str]], no_faces: bool = Fal
     return n_vertices, n_faces, start
 
 
-def _fast_table(lines: list[tuple[int, str]], dtype, columns: int) -> np.ndarray | None:
-    """The lines as a (len(lines), columns) table, or None when they are not all that shape."""
-    try:
-        table = np.loadtxt(io.StringIO("\n".join(text for _, text in lines)), dtype=dtype,
-                           ndmin=2, comments=None)
-    except ValueError:
-        return None
-    return table if table.shape == (len(lines), columns) else None
+def _values(path: Path, rows: _Rows, index: np.ndarray, what: str, expected: str) -> np.ndarray:
+    """float64 of the tokens ``index``; an error names the line of the first that is not a number."""
+    from .text_kernels import token_floats
+
+    def where(k):
+        row = int(np.searchsorted(rows.start, k, side="right") - 1)
+        return f"{path}:{rows.number(row)}: bad {what} line {rows.text(row)[:60]!r}: expected {expected}"
+
+    return token_floats(rows.buf, rows.tokens, index, where=where)
 
 
-def _parse_vertices(path: Path, lines: list[tuple[int, str]]) -> np.ndarray:
-    """(V, 3) float64 from the vertex lines (extra values such as colours are ignored)."""
-    vertices = _fast_table(lines, np.float64, 3)
-    if vertices is None:  # line by line: extra values, or a bad line to report
-        fields = [text.split() for _, text in lines]
-        vertices = np.empty((len(lines), 3))
-        for row, (number, text) in enumerate(lines):
-            try:
-                vertices[row] = [float(f) for f in fields[row][:3]]
-                if len(fields[row]) < 3:
-                    raise ValueError
-            except ValueError:
-                raise ValueError(f"{path}:{number}: bad vertex line {text[:60]!r}: "
-                                 "expected 'x y z'") from None
+def _parse_vertices(path: Path, rows: _Rows, first: int, count: int) -> np.ndarray:
+    """(V, 3) float64 from the vertex rows (extra values such as colours are ignored)."""
+    picked = np.arange(first, first + count)
+    short = picked[rows.length[picked] < 3]
+    if len(short):
+        raise ValueError(f"{path}:{rows.number(short[0])}: bad vertex line {rows.text(short[0])[:60]!r}: "
+                         "expected 'x y z'")
+    index = (rows.start[picked][:, None] + np.arange(3)).ravel()
+    vertices = _values(path, rows, index, "vertex", "'x y z'").reshape(-1, 3)
     bad = np.flatnonzero(~np.isfinite(vertices).all(axis=1))
     if len(bad):
-        number, text = lines[bad[0]]
-        raise ValueError(f"{path}:{number}: non-finite vertex {text[:60]!r}")
+        raise ValueError(f"{path}:{rows.number(picked[bad[0]])}: non-finite vertex "
+                         f"{rows.text(picked[bad[0]])[:60]!r}")
     return vertices
 
 
-def _parse_faces(path: Path, lines: list[tuple[int, str]], n_vertices: int) -> np.ndarray:
+def _parse_faces(path: Path, rows: _Rows, first: int, count: int, n_vertices: int) -> np.ndarray:
     """(F', 3) int64 triangles (polygons fan-triangulated), indices checked against V."""
-    table = _fast_table(lines, np.int64, 4)
-    faces = None
-    if table is not None and (table[:, 0] == 3).all():
-        faces, owner = table[:, 1:], np.arange(len(lines))
-    if faces is None:  # line by line: polygons, colours, or a bad line to report
-        fields = [text.split() for _, text in lines]
-        triangles, owners = [], []
-        for row, (number, text) in enumerate(lines):
-            try:
-                corners = int(fields[row][0])
-                polygon = [int(f) for f in fields[row][1: 1 + corners]]
-            except ValueError:
-                corners, polygon = -1, []
-            if corners < 3 or len(polygon) != corners:
-                raise ValueError(f"{path}:{number}: bad face line {text[:60]!r}: expected "
-                                 "'n i_1 ... i_n' with n >= 3")
-            for k in range(1, corners - 1):  # fan: (i_1, i_k, i_{k+1})
-                triangles.append((polygon[0], polygon[k], polygon[k + 1]))
-                owners.append(row)
-        faces, owner = np.array(triangles, dtype=np.int64), np.array(owners)
+    from .polygons import fan_triangles, gather_lists
+
+    picked = np.arange(first, first + count)
+    sizes = _values(path, rows, rows.start[picked], "face", "'n i_1 ... i_n' with n >= 3")
+    bad = (sizes != np.round(sizes)) | (sizes < 3) | (sizes > rows.length[picked] - 1)
+    if bad.any():
+        row = picked[np.flatnonzero(bad)[0]]
+        raise ValueError(f"{path}:{rows.number(row)}: bad face line {rows.text(row)[:60]!r}: expected "
+                         "'n i_1 ... i_n' with n >= 3")
+    sizes = sizes.astype(np.int64)
+    flat = _values(path, rows, gather_lists(rows.start[picked] + 1, sizes), "face",
+                   "'n i_1 ... i_n' with n >= 3")
+    whole = np.isfinite(flat) & (flat == np.round(flat))
+    if not whole.all():
+        owner = np.repeat(picked, sizes)[np.flatnonzero(~whole)[0]]
+        raise ValueError(f"{path}:{rows.number(owner)}: bad face line {rows.text(owner)[:60]!r}: expected "
+                         "'n i_1 ... i_n' with n >= 3")
+    faces, owner = fan_triangles(sizes, flat.astype(np.int64))
     bad = np.flatnonzero(((faces < 0) | (faces >= n_vertices)).any(axis=1))
     if len(bad):
-        number, text = lines[owner[bad[0]]]
-        raise ValueError(f"{path}:{number}: face index out of range [0, {n_vertices}) in "
-                         f"{text[:60]!r}")
+        row = picked[owner[bad[0]]]
+        raise ValueError(f"{path}:{rows.number(row)}: face index out of range [0, {n_vertices}) in "
+                         f"{rows.text(row)[:60]!r}")
     return np.ascontiguousarray(faces)
 
 
@@ -145,18 +150,17 @@ def read_off(path: str | Path, *, allow_no_faces: bool = False) -> tuple[np.ndar
             non-finite vertex or a face index out of range.
     """
     path = Path(path)
-    lines = _content_lines(path)
-    n_vertices, n_faces, start = _parse_counts(path, lines, allow_no_faces)
-    end = start + n_vertices + n_faces
-    if len(lines) < end:
-        last = lines[-1][0]
-        raise ValueError(f"{path}:{last}: truncated file: the header announces {n_vertices} "
-                         f"vertices and {n_faces} faces, found {len(lines) - start} data lines")
-    if len(lines) > end:
-        number, text = lines[end]
-        raise ValueError(f"{path}:{number}: unexpected data after the last face: {text[:60]!r}")
-    vertices = _parse_vertices(path, lines[start: start + n_vertices])
-    faces = (_parse_faces(path, lines[start + n_vertices: end], n_vertices) if n_faces
+    rows = _Rows(path)
+    n_vertices, n_faces, start = _parse_counts(path, rows, allow_no_faces)
+    end, found = start + n_vertices + n_faces, len(rows.start)
+    if found < end:
+        raise ValueError(f"{path}:{rows.number(found - 1)}: truncated file: the header announces "
+                         f"{n_vertices} vertices and {n_faces} faces, found {found - start} data lines")
+    if found > end:
+        raise ValueError(f"{path}:{rows.number(end)}: unexpected data after the last face: "
+                         f"{rows.text(end)[:60]!r}")
+    vertices = _parse_vertices(path, rows, start, n_vertices)
+    faces = (_parse_faces(path, rows, start + n_vertices, n_faces, n_vertices) if n_faces
              else np.zeros((0, 3), dtype=np.int64))
     return vertices, faces
 

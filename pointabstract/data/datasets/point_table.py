@@ -18,15 +18,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["PointTable", "read_point_table", "unit_normals"]
+__all__ = ["PointTable", "parse_rows", "read_point_table", "row_error", "table_rows", "unit_normals"]
 
 _NORMAL_NAMES = (("nx", "ny", "nz"), ("normal_x", "normal_y", "normal_z"))
 
 
-def _data_lines(path: Path) -> list[tuple[int, str]]:
-    text = path.read_bytes().decode("latin-1")
+def _head_lines(buf: np.ndarray, limit: int = 1 << 16) -> list[tuple[int, str]]:
+    """(line number, text) of the data lines among the first ``limit`` bytes (header and delimiter)."""
+    text = bytes(buf[:limit]).decode("latin-1")
     return [(number, line.strip()) for number, line in enumerate(text.splitlines(), start=1)
             if line.strip() and not line.lstrip().startswith(("#", "//"))]
+
+
+def _after_line(buf: np.ndarray, number: int) -> int:
+    """The offset just after line ``number`` (1-based; ``\n``, ``\r\n`` or a lone ``\r`` ends a line)."""
+    lone_cr = (buf == 13) & (np.append(buf[1:], np.uint8(0)) != 10)
+    ends = np.flatnonzero((buf == 10) | lone_cr)
+    return int(ends[number - 1]) + 1 if number <= len(ends) else len(buf)
 
 
 def _delimiter(line: str) -> str | None:
@@ -56,23 +64,49 @@ def _named_columns(header: list[str]) -> tuple[list[int], list[int] | None] | No
     return [names.index(a) for a in "xyz"], normals
 
 
-def _parse(path: Path, lines: list[tuple[int, str]], delimiter: str | None, width: int) -> np.ndarray:
-    """(R, width) float64 table of the lines; an error names the first bad line."""
-    try:  # numpy's C parser; line by line below only to name a bad line
-        table = np.loadtxt([text for _, text in lines], delimiter=delimiter, dtype=np.float64, ndmin=2,
-                           comments=None)
-        if table.shape == (len(lines), width):
-            return table
-    except ValueError:
-        pass
-    table = np.empty((len(lines), width))
-    for row, (number, text) in enumerate(lines):
-        fields = _split(text, delimiter)
-        if len(fields) != width or not _is_numeric(fields):
-            raise ValueError(f"{path}:{number}: expected {width} numbers (like the first data line), got "
-                             f"{text[:60]!r}")
-        table[row] = [float(f) for f in fields]
-    return table
+def table_rows(buf: np.ndarray, start: int, delimiter: str | None = None):
+    """(buf with the delimiter read as spaces, tokens, first token of each data row, tokens per
+    row) of ``buf[start:]``: rows are lines with tokens, those starting with ``#`` or ``//`` left out."""
+    from .text_kernels import tokenize
+
+    if delimiter is not None:  # ',' or ';' separate the values: read as spaces
+        buf = np.where(buf == ord(delimiter), np.uint8(32), buf)
+    tokens = tokenize(buf, start)
+    new = np.ones(len(tokens.line), bool)
+    new[1:] = tokens.line[1:] != tokens.line[:-1]
+    rows = np.flatnonzero(new)
+    head = buf[tokens.starts[rows]]
+    comment = (head == 35) | ((head == 47) & (buf[np.minimum(tokens.starts[rows] + 1, len(buf) - 1)] == 47))
+    length = np.diff(np.append(rows, len(tokens.line)))
+    return buf, tokens, rows[~comment], length[~comment]
+
+
+def row_error(path: Path, buf: np.ndarray, tokens, rows, length, row: int, what: str, first_line: int = 1):
+    """The ValueError of data row ``row``: its line number and text, and what was expected."""
+    text = bytes(buf[tokens.starts[rows[row]]:tokens.ends[rows[row] + length[row] - 1]]).decode("latin-1")
+    line = first_line + int(tokens.line[rows[row]])
+    return ValueError(f"{path}:{line}: expected {what}, got {text[:60]!r}")
+
+
+def parse_rows(path: Path, buf: np.ndarray, start: int, delimiter: str | None, width: int,
+               first_line: int = 1) -> np.ndarray:
+    """(R, width) float64 table of the data rows of ``buf[start:]`` (:func:`table_rows`), parsed by
+    :mod:`.text_kernels`; a one-line error names the first line that is not ``width`` numbers
+    (``first_line``: the number of the line at ``start``)."""
+    from .text_kernels import token_floats
+
+    buf, tokens, rows, length = table_rows(buf, start, delimiter)
+    what = f"{width} numbers (like the first data line)"
+    wrong = np.flatnonzero(length != width)
+    if len(wrong):
+        raise row_error(path, buf, tokens, rows, length, int(wrong[0]), what, first_line)
+
+    def where(k):
+        row = int(np.searchsorted(rows, k, side="right") - 1)
+        raise row_error(path, buf, tokens, rows, length, row, what, first_line)
+
+    index = (rows[:, None] + np.arange(width)).ravel()
+    return token_floats(buf, tokens, index, where=where).reshape(-1, width)
 
 
 class PointTable(NamedTuple):
@@ -97,7 +131,8 @@ def read_point_table(path: str | Path) -> PointTable:
             that is not numbers.
     """
     path = Path(path)
-    lines = _data_lines(path)
+    buf = np.fromfile(path, dtype=np.uint8)
+    lines = _head_lines(buf)
     header = None
     if lines and not _is_numeric(_split(lines[0][1], _delimiter(lines[0][1]))):
         header, lines = lines[0], lines[1:]
@@ -109,7 +144,8 @@ def read_point_table(path: str | Path) -> PointTable:
     if named is None and width not in (3, 6, 7):
         raise ValueError(f"{path}:{lines[0][0]}: {width} columns; expected 3 (x y z) or 6 (x y z nx ny nz), "
                          "or a header line naming the columns x, y, z (and nx, ny, nz)")
-    table = _parse(path, lines, delimiter, width)
+    start = _after_line(buf, header[0]) if header else 0
+    table = parse_rows(path, buf, start, delimiter, width, first_line=header[0] + 1 if header else 1)
     if named is not None:
         xyz, normal = named
         if max(xyz + (normal or [])) >= width:

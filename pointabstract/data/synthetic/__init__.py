@@ -13,15 +13,19 @@ module                 what
 ``generator``          ``generate``: both levels, written in the HDF5 layouts
 ``baseline``           a non-learned 1-NN classifier: how hard is the set without learning?
 =====================  ==========================================================
+
+Names are loaded on first use, so :mod:`.surface` imports without the generator's h5py.
 """
 
-from .baseline import evaluate_baseline
-from .generator import CLASS_NAMES, LEVELS, generate, level_classes, sample_shape
-from .hard import HARD_CLASS_NAMES, HARD_CLASSES, sample_hard_shape
-from .nuisances import NUISANCES, Nuisances, apply_nuisances, hidden_point_removal
-from .shapes import build_shape
-from .surface import sample_surface
+from ..._lazy import lazy_exports
 
-__all__ = ["CLASS_NAMES", "HARD_CLASSES", "HARD_CLASS_NAMES", "LEVELS", "NUISANCES", "Nuisances",
-           "apply_nuisances", "build_shape", "evaluate_baseline", "generate", "hidden_point_removal",
-           "level_classes", "sample_hard_shape", "sample_shape", "sample_surface"]
+_EXPORTS = {
+    "evaluate_baseline": "baseline", "CLASS_NAMES": "generator", "LEVELS": "generator",
+    "generate": "generator", "level_classes": "generator", "sample_shape": "generator",
+    "HARD_CLASS_NAMES": "hard", "HARD_CLASSES": "hard", "sample_hard_shape": "hard",
+    "NUISANCES": "nuisances", "Nuisances": "nuisances", "apply_nuisances": "nuisances",
+    "hidden_point_removal": "nuisances", "build_shape": "shapes", "sample_surface": "surface",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
