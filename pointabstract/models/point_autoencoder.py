@@ -90,7 +90,7 @@ class PointAutoencoder(nn.Module):
 
     def encode(self, pos: torch.Tensor) -> torch.Tensor:
         """pos (B, N, 3) -> code (B, Z): the per-point MLP max-pooled over the points."""
-        V.check_cloud("pos", pos, min_points=1)
+        V.check_cloud("pos", pos, min_points=1, squares=True)  # the same refusal as every model
         return self.encoder(pos).max(1).values
 
     def decode(self, code: torch.Tensor) -> torch.Tensor:
