@@ -114,12 +114,14 @@ def _words(comp: Comparison, other: str, budget: int, s: dict, control: dict | N
     floor = f"[{control['low']:+.3g}, {control['high']:+.3g}]" if control else ""
     if control is None:
         return line + "; no A/A control at this budget."
+    if s["verdict"] == "too few seeds" or control["n"] < MIN_SEEDS:
+        return line + f"; A/A interval {floor} ({control['n']} pairs)."
     if s["within_floor"]:
         line += (f"; the A/A interval {floor} is as wide as the effect ({s['mean']:+.3g}): seed noise alone "
                  "gives paired differences this large")
     else:
         line += f"; the A/A interval {floor} is narrower than the effect"
-    if control["n"] >= MIN_SEEDS and (control["low"] > 0 or control["high"] < 0):
+    if control["low"] > 0 or control["high"] < 0:
         line += ("; the A/A interval itself excludes 0, so these intervals are too narrow: read this "
                  "budget's verdicts as not distinguishable")
     return line + "."
@@ -130,12 +132,12 @@ def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
     for metric, per_budget in paired_verdicts(rows, comp).items():
         mode = comp.judged[metric]
         better = "higher" if mode == "max" else "lower"
-        control = comp.control or "(none)"
+        control = (f"A/A: {comp.control} trained again with seeds + {AA_OFFSET}, minus {comp.control} (the "
+                   "noise floor)." if comp.control else "No A/A control in this comparison.")
         lines += [f"## Paired verdict: {LABELS.get(metric, metric)} ({better} is better)", "",
                   f"Per budget: the per-seed difference ({comp.method} minus the other variant, same seed), "
                   f"its mean with a 95 % bootstrap interval ({RESAMPLES:,} resamples, fixed RNG), wins / "
-                  f"losses / ties and the exact sign test. A/A: {control} trained again with seeds + "
-                  f"{AA_OFFSET}, minus {control} (the noise floor). 'ahead' / 'behind' only where the "
+                  f"losses / ties and the exact sign test. {control} 'ahead' / 'behind' only where the "
                   f"interval excludes 0, with at least {MIN_SEEDS} seeds.", "",
                   "| budget | vs | mean difference [95 % CI] | wins / losses / ties | sign test p | "
                   "verdict |", "|---:|---|---|---|---:|---|"]

@@ -74,6 +74,11 @@ def test_an_interval_with_0_is_not_distinguishable_and_few_seeds_give_no_verdict
     assert "- vs none at 3 epochs: too few seeds for a paired verdict (3 pairs, at least 8 needed)" in few
     assert "no A/A control at this budget" in few
     assert "- The decisive budget (10 epochs) was not run: no verdict yet." in few
+    # with too few seeds the A/A interval is shown, not read as a floor
+    few_aa = markdown(_rows({"cp": [1.0, 2.0, 3.0], "none": [0.0] * 3, "k32": [0.0] * 3, "none_aa": [0.0] * 3}),
+                      COMP, "t", "cmd", 3, protocol=PROTOCOL)
+    assert "(3 pairs, at least 8 needed), mean difference +2 [+1, +3] (3 wins, 0 losses); A/A interval [+0, +0] " \
+           "(3 pairs)." in few_aa and "as wide as the effect" not in few_aa
 
 
 @pytest.mark.parametrize("kw, pattern", [
