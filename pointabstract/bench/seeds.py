@@ -4,7 +4,8 @@ and never by a run that measured nothing: :mod:`.records`).
 
 A difference between two variants is called *beyond the seed spread* when their
 ``mean ± std`` intervals do not overlap (``|m_a - m_b| > s_a + s_b``); with 3 seeds this is a
-rough screen, not a significance test, and the tables say so.
+rough screen, not a significance test, and the tables say so. The papers' comparisons
+(``bench curves``) decide by paired seeds instead: :mod:`.paired`.
 """
 
 from __future__ import annotations

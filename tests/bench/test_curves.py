@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from pointabstract.bench import curves
-from pointabstract.bench.curves import Comparison, _in_words, curve_rows, main, verdicts
+from pointabstract.bench import curve_runs, curves
+from pointabstract.bench.curve_report import in_words as _in_words
+from pointabstract.bench.curves import Comparison, curve_rows, main, verdicts
 from pointabstract.models import MODELS
 from tests.fixtures import write_tiny_synthetic
 
@@ -73,19 +74,20 @@ def test_tiny_curves_train_through_the_engine_and_reuse_finished_runs(tiny_capsu
     assert curve_rows(tiny_capsules, budgets=[1, 3], seeds=2, runs=tmp_path / "runs", progress=lambda s: None) == rows
     assert (run / "last.pt").read_bytes() == before
     # a metrics.json from an earlier evaluation than the checkpoint's is not taken as the result
-    cfg = engine.load_config(None, curves._overrides(tiny_capsules, "centroid", 3, 1, run, {}))
-    assert curves._finished_metrics(cfg, run)["chamfer"] * 1e3 == pytest.approx(rows[-2]["chamfer"])
+    cfg = engine.load_config(None, tiny_capsules.overrides("centroid", 3, 1, run, {}))
+    assert curve_runs.finished_metrics(cfg, run)["chamfer"] * 1e3 == pytest.approx(rows[-2]["chamfer"])
     record = json.loads((run / "metrics.json").read_text())
     (run / "metrics.json").write_text(json.dumps({**record, "epoch": record["epoch"] - 1}))
-    assert curves._finished_metrics(cfg, run) is None
+    assert curve_runs.finished_metrics(cfg, run) is None
     # nor is a run with other settings, or one short of the budget
-    assert curves._finished_metrics(engine.load_config(None, curves._overrides(tiny_capsules, "dynamic", 3, 1, run, {})),
-                                    run) is None
+    other = engine.load_config(None, tiny_capsules.overrides("dynamic", 3, 1, run, {}))
+    assert curve_runs.finished_metrics(other, run) is None
 
 
 def _args(tmp_path, **kw):
     base = dict(comparison="capsules", budgets=[1, 3], seeds=2, data=None, variants=None, workers=0,
-                runs=str(tmp_path / "runs"), results=str(tmp_path / "bench"), dry_run=False)
+                runs=str(tmp_path / "runs"), results=str(tmp_path / "bench"), dry_run=False, threads=1, jobs=1,
+                no_control=False, keep_stale=False)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -93,10 +95,12 @@ def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypat
     monkeypatch.setitem(curves.COMPARISONS, "capsules", tiny_capsules)
     assert main(_args(tmp_path)) == 0
     md = (tmp_path / "bench" / "curves_capsules.md").read_text()
-    assert "| centroid (paper method) |" in md and "| 1 steps | 3 steps |" in md and "## Verdict" in md
-    assert "- vs dynamic (1: " in md
+    assert "| centroid (paper method) |" in md and "| 1 steps | 3 steps |" in md and "## Paired verdict" in md
+    assert "- vs dynamic (1: " in md and "Protocol: commit " in md and "1 thread per run" in md
+    assert "too few seeds for a paired verdict (2 pairs, at least 8 needed)" in md
     data = json.loads((tmp_path / "bench" / "curves_capsules.json").read_text())
-    assert data["budgets"] == [1, 3] and len(data["rows"]) == 8 and set(data["verdicts"]) == {"dynamic"}
+    assert data["budgets"] == [1, 3] and len(data["rows"]) == 8 and set(data["spread_screen"]) == {"dynamic"}
+    assert data["protocol"]["threads"] == 1 and set(data["paired"]["chamfer"][str(3)]["vs"]) == {"dynamic"}
     from PIL import Image
 
     image = Image.open(tmp_path / "bench" / "curves_capsules.png")
@@ -128,3 +132,56 @@ def test_every_comparison_names_registered_models():
         assert len(comp.budgets) >= 3 and comp.budgets[-1] >= 10 * comp.budgets[0], name
         for overrides in comp.variants.values():
             assert overrides.get("model", "centroid_transformer") in MODELS, (name, overrides)
+
+
+def _built(name: str, variant: str):
+    """The model a variant of comparison ``name`` trains, at its real size (not tiny)."""
+    from pointabstract.engine import load_config
+    from pointabstract.models import build_model
+
+    comp = curves.COMPARISONS[name]
+    cfg = load_config(comp.preset, comp.overrides(variant, 1, 0, "unused", {}))
+    return build_model(cfg.model, **cfg.model_args)
+
+
+def _parameters(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", ["sequoia_seg", "sequoia_cls"])
+def test_the_matched_softmax_baseline_has_sequoias_parameter_count(name, capsys):
+    counts = {v: _parameters(_built(name, v)) for v in ("sequoia", "softmax", "softmax_matched_params")}
+    with capsys.disabled():
+        print(f"\n{name} parameters: {counts}")
+    # seg 115,417 / 55,682 / 115,434; cls 118,223 / 58,488 / 118,240
+    assert counts["softmax"] < 0.51 * counts["sequoia"]
+    assert abs(counts["softmax_matched_params"] - counts["sequoia"]) < 1e-3 * counts["sequoia"]
+    matched, default = _built(name, "softmax_matched_params"), _built(name, "softmax")
+    widths = {n: tuple(p.shape) for n, p in matched.named_parameters()}
+    changed = sorted(n for n, p in default.named_parameters() if tuple(p.shape) != widths[n])
+    assert changed and all(".mlp." in n for n in changed)  # only the feed-forward layers are wider
+
+
+def test_the_mechanism_checks_change_only_what_they_name():
+    def ca_blocks(model):
+        return [b.attn for b in model.modules() if type(b).__name__ == "CABlock"]
+
+    default = ca_blocks(_built("table3", "centroid_attention_t1"))
+    assert len(default) == 2 and {(a.normalize, a.knn_space) for a in default} == {("centroids", "feature")}
+    inputs = ca_blocks(_built("table3", "centroid_attention_t1_normalize_inputs"))
+    assert {(a.normalize, a.knn_space) for a in inputs} == {("inputs", "feature")}
+    xyz = ca_blocks(_built("table3", "centroid_attention_t1_knn_xyz"))
+    assert {(a.normalize, a.knn_space) for a in xyz} == {("centroids", "xyz")}
+
+    def pools(model):
+        return [m for m in model.modules() if type(m).__name__ == "ContextPool"]
+
+    assert {p.k for p in pools(_built("contextpool", "context_pool"))} == {16}
+    assert {p.k for p in pools(_built("contextpool", "context_pool_k32"))} == {32}
+    assert pools(_built("contextpool", "none")) == []
+
+
+def test_every_comparison_with_a_control_has_a_decisive_budget_of_10_epochs():
+    for name in ("table3", "contextpool", "sequoia_seg", "sequoia_cls"):
+        comp = curves.COMPARISONS[name]
+        assert comp.decisive == 10 and comp.decisive in comp.budgets and comp.control in comp.variants, name

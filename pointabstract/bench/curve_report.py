@@ -1,0 +1,250 @@
+"""The records of ``bench curves``: paired verdicts with their A/A floor, the mean ± std tables,
+the former seed-spread screen and the plot.
+
+The verdict of a comparison is paired (:mod:`.paired`): per budget and judged metric, the
+per-seed difference of the method and each other variant, its 95 % bootstrap interval and sign
+count, and the A/A control's (the baseline trained again with seeds + 1000) as the floor. The
+method is *ahead* only where the interval excludes 0 with at least 8 seeds. Runs kept from
+another protocol (``--keep-stale``) are marked in every table and the verdict says it mixes them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .comparison import AA_OFFSET, LABELS, Comparison
+from .paired import MIN_SEEDS, RESAMPLES, paired, verdict, within_floor
+from .protocol import describe
+
+__all__ = ["in_words", "markdown", "paired_verdicts", "plot_curves", "summaries", "verdicts"]
+
+_STALE = "†"
+
+
+def summaries(rows: list[dict], comp: Comparison) -> dict[int, dict[str, dict]]:
+    """{budget: {variant: {metric: {"mean", "std", "values"}}}}."""
+    from .seeds import summarise
+
+    out: dict[int, dict[str, dict]] = {}
+    for budget in dict.fromkeys(r["budget"] for r in rows):
+        mine = [r for r in rows if r["budget"] == budget]
+        out[budget] = {s["variant"]: s for s in summarise(mine, list(comp.recorded))}
+    return out
+
+
+def verdicts(rows: list[dict], comp: Comparison) -> dict[str, list[str]]:
+    """The former screen: for each other variant, per budget ``"better"`` / ``"worse"`` (the method
+    than it, the means differing by more than the two stds together) or ``"within"``."""
+    from .seeds import beyond_spread
+
+    table = summaries(rows, comp)
+    sign = 1 if comp.mode == "max" else -1
+    out = {}
+    for other in comp.variants:
+        if other == comp.method:
+            continue
+        marks = []
+        for per in table.values():
+            a, b = per[comp.method][comp.metric], per[other][comp.metric]
+            marks.append("within" if not beyond_spread(a, b) else
+                         "better" if sign * (a["mean"] - b["mean"]) > 0 else "worse")
+        out[other] = marks
+    return out
+
+
+def in_words(marks: list[str], budgets: list[int], comp: Comparison, other: str) -> str:
+    """One line of the former screen: the per-budget marks against ``other``, where they settle."""
+    shown = ", ".join(f"{b}: {m}" for b, m in zip(budgets, marks))
+    last, settled = marks[-1], len(marks) - 1
+    while settled > 0 and marks[settled - 1] == last:
+        settled -= 1
+    what = {"better": f"{comp.method} better than {other}", "worse": f"{comp.method} worse than {other}",
+            "within": f"{comp.method} and {other} within the seed spread"}[last]
+    words = f"{what} at every budget run" if settled == 0 else \
+        f"{what} from {budgets[settled]} {comp.unit} on"
+    if "better" in marks and "worse" in marks:
+        words += "; the ordering crosses over within the budgets run"
+    elif last != "better":
+        words += f"; not in {comp.method}'s favour up to {budgets[-1]} {comp.unit}"
+    return f"- vs {other} ({shown}): {words}."
+
+
+def _values(rows: list[dict], budget: int, variant: str, metric: str) -> dict[int, float]:
+    return {r["seed"]: r[metric] for r in rows
+            if r["budget"] == budget and r["variant"] == variant and isinstance(r.get(metric), float)}
+
+
+def paired_verdicts(rows: list[dict], comp: Comparison) -> dict[str, dict[int, dict]]:
+    """``{metric: {budget: {"control": A/A summary or None, "vs": {other: summary}}}}`` for every
+    judged metric; a summary is :func:`.paired.paired`'s plus ``"verdict"`` and ``"within_floor"``."""
+    aa = f"{comp.control}_aa" if comp.control else None
+    out: dict[str, dict[int, dict]] = {}
+    for metric, mode in comp.judged.items():
+        per_budget = {}
+        for budget in dict.fromkeys(r["budget"] for r in rows):
+            control = None
+            if aa and any(r["variant"] == aa and r["budget"] == budget for r in rows):
+                control = paired(_values(rows, budget, aa, metric),
+                                 _values(rows, budget, comp.control, metric), mode=mode)
+            method = _values(rows, budget, comp.method, metric)
+            vs = {}
+            for other in comp.variants:
+                if other != comp.method:
+                    s = paired(method, _values(rows, budget, other, metric), mode=mode)
+                    vs[other] = {**s, "verdict": verdict(s, mode=mode),
+                                 "within_floor": within_floor(s, control) if control else None}
+            per_budget[budget] = {"control": control, "vs": vs}
+        out[metric] = per_budget
+    return out
+
+
+def _ci(s: dict) -> str:
+    return f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]" if s["n"] else "n/a"
+
+
+def _words(comp: Comparison, other: str, budget: int, s: dict, control: dict | None) -> str:
+    unit = f"{budget} {comp.unit}" + (" (the decisive budget)" if budget == comp.decisive else "")
+    head = {"ahead": f"{comp.method} ahead", "behind": f"{comp.method} behind",
+            "not distinguishable": f"{comp.method} and {other} not distinguishable at this budget",
+            "too few seeds": f"too few seeds for a paired verdict ({s['n']} pairs, at least {MIN_SEEDS} "
+                             "needed)"}[s["verdict"]]
+    line = (f"- vs {other} at {unit}: {head}, mean difference {_ci(s)} ({s['wins']} wins, "
+            f"{s['losses']} losses)")
+    floor = f"[{control['low']:+.3g}, {control['high']:+.3g}]" if control else ""
+    if control is None:
+        return line + "; no A/A control at this budget."
+    if s["verdict"] == "too few seeds" or control["n"] < MIN_SEEDS:
+        return line + f"; A/A interval {floor} ({control['n']} pairs)."
+    if s["within_floor"]:
+        line += (f"; the A/A interval {floor} is as wide as the effect ({s['mean']:+.3g}): seed noise alone "
+                 "gives paired differences this large")
+    else:
+        line += f"; the A/A interval {floor} is narrower than the effect"
+    if control["low"] > 0 or control["high"] < 0:
+        line += ("; the A/A interval itself excludes 0, so these intervals are too narrow: read this "
+                 "budget's verdicts as not distinguishable")
+    return line + "."
+
+
+def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
+    lines = []
+    for metric, per_budget in paired_verdicts(rows, comp).items():
+        mode = comp.judged[metric]
+        better = "higher" if mode == "max" else "lower"
+        control = (f"A/A: {comp.control} trained again with seeds + {AA_OFFSET}, minus {comp.control} (the "
+                   "noise floor)." if comp.control else "No A/A control in this comparison.")
+        lines += [f"## Paired verdict: {LABELS.get(metric, metric)} ({better} is better)", "",
+                  f"Per budget: the per-seed difference ({comp.method} minus the other variant, same seed), "
+                  f"its mean with a 95 % bootstrap interval ({RESAMPLES:,} resamples, fixed RNG), wins / "
+                  f"losses / ties and the exact sign test. {control} 'ahead' / 'behind' only where the "
+                  f"interval excludes 0, with at least {MIN_SEEDS} seeds.", "",
+                  "| budget | vs | mean difference [95 % CI] | wins / losses / ties | sign test p | "
+                  "verdict |", "|---:|---|---|---|---:|---|"]
+        for budget, entry in per_budget.items():
+            mark = f"{budget} {comp.unit}" + (" (decisive)" if budget == comp.decisive else "")
+            for other, s in entry["vs"].items():
+                word = s["verdict"] + ("; within the A/A floor" if s["within_floor"] else "")
+                lines.append(f"| {mark} | {other} | {_ci(s)} | {s['wins']} / {s['losses']} / {s['ties']} | "
+                             f"{s['p_sign']:.2g} | {word} |")
+            if entry["control"]:
+                c = entry["control"]
+                lines.append(f"| {mark} | A/A: {comp.control} seeds + {AA_OFFSET} | {_ci(c)} | {c['wins']} / "
+                             f"{c['losses']} / {c['ties']} | {c['p_sign']:.2g} | (floor) |")
+        lines += ["", "In words:", ""]
+        for budget, entry in per_budget.items():
+            lines += [_words(comp, other, budget, s, entry["control"]) for other, s in entry["vs"].items()]
+        if comp.decisive is not None and comp.decisive not in per_budget:
+            lines.append(f"- The decisive budget ({comp.decisive} {comp.unit}) was not run: no verdict yet.")
+        lines.append("")
+    return lines
+
+
+def _protocol_lines(rows: list[dict], protocol: dict, jobs: int) -> list[str]:
+    lines = [f"Protocol: {describe(protocol)}; {jobs} run{'s' if jobs != 1 else ''} at a time. A run is "
+             "reused only when its recorded protocol matches (training code, threads, torch, device).", ""]
+    stale = [r for r in rows if "stale" in r]
+    if stale:
+        lines += [f"**This record mixes protocols**: {len(stale)} of {len(rows)} runs were trained under "
+                  f"another protocol and kept with --keep-stale (marked {_STALE}); its verdicts are not "
+                  "under one protocol:", ""]
+        lines += [f"- {r['variant']} {r['budget']} seed {r.get('trained_seed', r['seed'])}: {r['stale']}"
+                  for r in stale] + [""]
+    return lines
+
+
+def _mean_tables(rows: list[dict], comp: Comparison) -> list[str]:
+    table = summaries(rows, comp)
+    budgets = list(table)
+    labels = {comp.method: " (paper method)"}
+    if comp.control:
+        labels[f"{comp.control}_aa"] = f" (A/A control: {comp.control} at seeds + {AA_OFFSET})"
+    lines = []
+    for key in comp.recorded:
+        mode = comp.judged.get(key)
+        better = f" ({'higher' if mode == 'max' else 'lower'} is better)" if mode else ""
+        lines += [f"## {LABELS.get(key, key)}{better}: mean ± std", "",
+                  "| variant | " + " | ".join(f"{b} {comp.unit}" for b in budgets) + " |",
+                  "|---|" + "---:|" * len(budgets)]
+        for variant in dict.fromkeys(r["variant"] for r in rows):
+            cells = []
+            for b in budgets:
+                s = table[b].get(variant, {}).get(key)
+                stale = sum("stale" in r for r in rows if r["variant"] == variant and r["budget"] == b)
+                cell = f"{s['mean']:.4g} ± {s['std']:.2g}" if s and s["values"] else "n/a"
+                cells.append(cell + (f" {_STALE}{stale}" if stale else ""))
+            lines.append(f"| {variant}{labels.get(variant, '')} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def markdown(rows: list[dict], comp: Comparison, name: str, command: str, seeds: int, *, protocol: dict,
+             jobs: int = 1) -> str:
+    """The record ``curves_<name>.md``."""
+    budgets = list(dict.fromkeys(r["budget"] for r in rows))
+    lines = [f"# Learning curves: {name}", "", f"`{command}`", "", f"Claim: {comp.doc}.", ""]
+    lines += _protocol_lines(rows, protocol, jobs)
+    lines += _paired_section(rows, comp)
+    lines += list(comp.notes) + ([""] if comp.notes else [])
+    lines += _mean_tables(rows, comp)
+    lines += ["## Seed-spread screen (the former rule)", "",
+              f"{comp.method} against each other variant on {LABELS.get(comp.metric, comp.metric)}: better / "
+              "worse when the means differ by more than the two stds together, else within. A rough screen, "
+              "not a test; the paired verdict above decides.", ""]
+    lines += [in_words(m, budgets, comp, other) for other, m in verdicts(rows, comp).items()]
+    lines += ["", f"mean ± sample std over {seeds} seeds; each budget is a full run with its own schedule; "
+              "every variant has the same data, optimiser, schedule and budget.", ""]
+    return "\n".join(lines)
+
+
+def plot_curves(rows: list[dict], comp: Comparison, path: Path, title: str) -> None:
+    """Mean ± std band per variant over the budgets (x log-scaled) for the compared metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = summaries(rows, comp)
+    budgets = list(table)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for variant in comp.variants:
+        means = [table[b][variant][comp.metric]["mean"] for b in budgets]
+        stds = [table[b][variant][comp.metric]["std"] for b in budgets]
+        width = 2.4 if variant == comp.method else 1.2
+        (line,) = ax.plot(budgets, means, marker="o", linewidth=width, label=variant)
+        ax.fill_between(budgets, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
+                        color=line.get_color(), alpha=0.18)
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(budgets, [str(b) for b in budgets])
+    ax.set_xlabel(f"budget ({comp.unit})")
+    ax.set_ylabel(LABELS.get(comp.metric, comp.metric) + (" (lower is better)" if comp.mode == "min" else ""))
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
