@@ -187,6 +187,8 @@ def max_batch(name: str, *, device: str, cap_gib: float = TABLE4_CAP_GIB, limit:
     task, model, opt, _, _ = _parts(name, device, tiny)
     n = _TINY[1] if tiny else CONFIGS[name][3]
     dev = torch.device(device)
+    if cuda and dev.index is None:  # the memory-fraction calls need an index
+        dev = torch.device("cuda", torch.cuda.current_device())
     if cuda:
         total = torch.cuda.get_device_properties(dev).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, cap_gib * 2**30 / total), dev)

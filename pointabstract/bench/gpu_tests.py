@@ -33,7 +33,10 @@ def device_under_test():
         raise ValueError(f"${DEVICE_ENV} must be cpu, cuda or cuda:N, got {name!r}")
     if name.startswith("cuda") and not torch.cuda.is_available():
         return None
-    return torch.device(name)
+    device = torch.device(name)
+    if device.type == "cuda" and device.index is None:  # tensors report cuda:0, never bare "cuda"
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
 
 
 def cuda_test_files(tests: Path) -> list[Path]:

@@ -73,12 +73,16 @@ def test_forward_and_backward_match_cpu(name):
     if _draws_random_numbers(cpu, name, batch):
         return  # a random subset on each device: nothing to compare
     torch.testing.assert_close(out_dev.detach().cpu(), out_cpu.detach(), rtol=1e-4, atol=1e-5)
+    # a gradient that is zero in exact arithmetic (a bias before a softmax over the axis it is
+    # added along) is rounding noise on both devices: its tolerance is set by the model's largest
+    # gradient (1e-5 of it), the others by their own largest entry (1e-4 of it)
+    top = max(float(g.abs().max()) for _, g, _ in grads if g is not None)
     for param, g_cpu, g_dev in grads:
         if g_cpu is None:
             assert g_dev is None, param
             continue
-        scale = float(g_cpu.abs().max())
-        torch.testing.assert_close(g_dev.cpu(), g_cpu, rtol=1e-3, atol=1e-4 * scale + 1e-12, msg=lambda m, p=param: f"{name}.{p}: {m}")
+        atol = 1e-4 * float(g_cpu.abs().max()) + 1e-5 * top
+        torch.testing.assert_close(g_dev.cpu(), g_cpu, rtol=1e-3, atol=atol, msg=lambda m, p=param: f"{name}.{p}: {m}")
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
