@@ -9,10 +9,13 @@ __all__ = ["AA_OFFSET", "LABELS", "SCALES", "Comparison"]
 
 # the metric as shown: times this (100 for %, 1e3 for Chamfer), and its name in the records
 SCALES = {"overall_accuracy": 100, "mean_class_accuracy": 100, "instance_miou": 100, "class_miou": 100,
-          "chamfer": 1e3, "fscore": 1, "purity": 1}
+          "chamfer": 1e3, "fscore": 1, "purity": 1, "retrieval": 1, "specificity": 1, "diversity": 1,
+          "sampling_floor": 1e3, "capsule_spread": 1}
 LABELS = {"overall_accuracy": "overall accuracy %", "mean_class_accuracy": "mean class accuracy %",
           "instance_miou": "instance mIoU %", "class_miou": "class mIoU %", "chamfer": "Chamfer x1e-3",
-          "fscore": "F-score", "purity": "capsule part purity"}
+          "fscore": "F-score", "purity": "capsule part purity", "retrieval": "retrieval of 64",
+          "specificity": "specificity", "diversity": "output diversity",
+          "sampling_floor": "sampling floor x1e-3", "capsule_spread": "capsule spread"}
 AA_OFFSET = 1000  # the A/A control's seeds: the pairing seed + this (independent of every other run)
 _MODES = ("max", "min")
 
