@@ -1,5 +1,6 @@
 """pointabstract: point-cloud abstractions (centroid attention, capsules, tree attention)."""
 
+import logging
 import os
 import sys
 
@@ -33,6 +34,10 @@ if OPENMP_SPINS and os.environ.get("POINTABSTRACT_OPENMP_TEAM", "1") != "0":  # 
     throttle_spinning()
 
 __version__ = "0.1.0"
+
+# notes are records of the "pointabstract" logger (_log.py); a library configures no handler but
+# this one, which keeps them off Python's last-resort stderr handler until the program decides
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def load(checkpoint, device="cpu"):

@@ -16,6 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
+from ._log import cli_notes
+
 # what a user can cause and fix: bad values / types (validation), files and folders (OSError
 # covers FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, h5py's
 # unreadable files; MissingDatasetError and LayoutNotFoundError are among them)
@@ -387,9 +389,11 @@ def missing_dependency_message(err: ModuleNotFoundError, argv: list[str]) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; user errors and missing optional dependencies are one ``error:`` line."""
+    """Run one command; user errors and missing optional dependencies are one ``error:`` line. The
+    library's notes (``logging``, :mod:`pointabstract._log`) are printed as plain lines meanwhile."""
     try:
-        return _main(argv)
+        with cli_notes():
+            return _main(argv)
     except ModuleNotFoundError as err:
         message = missing_dependency_message(err, sys.argv[1:] if argv is None else argv)
         if message is None:

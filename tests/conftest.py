@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pointabstract  # noqa: F401  (first: sets OMP_WAIT_POLICY before torch loads OpenMP)
@@ -47,3 +48,18 @@ def _cache_outside_home(_shape_cache, monkeypatch):
     tests write into a temporary folder instead, never into the user's cache."""
     if "POINTABSTRACT_CACHE" not in os.environ:
         monkeypatch.setenv("POINTABSTRACT_CACHE", str(_shape_cache))
+
+
+@pytest.fixture
+def notes(caplog):
+    """The library's notes (``logging`` records of "pointabstract", pointabstract/_log.py) read as
+    capsys reads output: ``notes()`` is their messages, one per line, since the last call."""
+    caplog.set_level(logging.INFO, logger="pointabstract")
+
+    def read() -> str:
+        text = "".join(record.getMessage() + "\n" for record in caplog.records
+                       if record.name.startswith("pointabstract"))
+        caplog.clear()
+        return text
+
+    return read

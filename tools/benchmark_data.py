@@ -7,9 +7,11 @@ cached-OFF layouts, and synthetic generation speed (see pointabstract.bench.data
 import argparse
 import sys
 
+from pointabstract._log import cli_notes
 from pointabstract.bench import data as bench
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     bench.add_arguments(parser)
-    sys.exit(bench.main(parser.parse_args(), command=" ".join(["python", *sys.argv])))
+    with cli_notes():  # the library's notes (a cache being built) printed as by `pointabstract`
+        sys.exit(bench.main(parser.parse_args(), command=" ".join(["python", *sys.argv])))

@@ -12,7 +12,7 @@ key map; ``core.window`` opens the window, ``core.render`` draws the PNG).
 
 import sys
 
-from pointabstract.viz.cli import build_parser, run
+from pointabstract.viz.cli import main
 
 if __name__ == "__main__":
-    sys.exit(run(build_parser().parse_args()))
+    sys.exit(main())

@@ -189,4 +189,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from .._log import cli_notes
+
+    with cli_notes():  # the library's notes in the section's log, as `pointabstract` prints them
+        sys.exit(main(sys.argv[1:]))

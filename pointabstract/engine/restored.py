@@ -3,7 +3,7 @@ viewer and the benchmarks alike."""
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,8 @@ from .pretrained import load_model_source
 from .tasks import build_task, check_eval_options, check_figures
 
 __all__ = ["Restored", "load_weights", "restore", "trained_data_root"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 
 @dataclass
@@ -87,17 +89,18 @@ def restore(path: str | Path, *, data_root: str | Path | None = None, split: str
 
 
 def _split_notes(dataset, recorded: Path, path, split: str, seed: int) -> None:
-    """One line on stderr when the ``split`` of a run's files is not exactly the recorded one:
-    files added since training (left out), or no record at all (a run of an earlier version)."""
+    """One note (a warning, pointabstract/_log.py) when the ``split`` of a run's files is not exactly
+    the recorded one: files added since training (left out), or no record at all (a run of an
+    earlier version)."""
     if getattr(dataset, "split_record", None) is None:  # a dataset with fixed splits
         return
     if dataset.split_file is None:
-        print(f"note: {recorded.parent} holds no split.json (a run of an earlier version): its {split} files "
-              f"were split again by seed {seed}; files added since training may be among them",
-              file=sys.stderr)
+        _log.warning(f"note: {recorded.parent} holds no split.json (a run of an earlier version): its "
+                     f"{split} files were split again by seed {seed}; files added since training may be "
+                     "among them")
     elif dataset.new_files:
-        print(f"note: {len(dataset.new_files)} shape file(s) under {dataset.root} are not in the split "
-              f"{path} was trained on ({recorded}): left out of its {split} set", file=sys.stderr)
+        _log.warning(f"note: {len(dataset.new_files)} shape file(s) under {dataset.root} are not in the "
+                     f"split {path} was trained on ({recorded}): left out of its {split} set")
 
 
 def trained_data_root(ckpt: dict, path: str | Path) -> str:
@@ -106,7 +109,7 @@ def trained_data_root(ckpt: dict, path: str | Path) -> str:
     Tried in order: the absolute path stored at training time; the stored relative ``data.root``
     taken from the folder training ran in (worked out from where the checkpoint lies now and
     the relative ``log.out_dir``, so a moved project still finds its data); the relative path
-    from the current folder. The first existing folder is used; a note on stderr says so when it
+    from the current folder. The first existing folder is used; a note (a warning) says so when it
     is not the stored one. When none exists, the stored value is returned unchanged (the
     dataset's own error then names it).
     """
@@ -125,7 +128,7 @@ def trained_data_root(ckpt: dict, path: str | Path) -> str:
     for i, (how, root) in enumerate(candidates):
         if root.is_dir():
             if i:
-                print(f"note: data.root {stored!r} of {path}: using {root} ({how})", file=sys.stderr)
+                _log.warning(f"note: data.root {stored!r} of {path}: using {root} ({how})")
             return str(root)
     return stored
 

@@ -6,6 +6,7 @@ everything in it."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from .._log import STDOUT
 from .checkpoint import atomic_save, load_checkpoint
 from .config import RunConfig, to_flat
 from .plots import plot_curves
@@ -30,6 +32,8 @@ from .run_manifest import (
 __all__ = ["FREE_TO_CHANGE", "RUN_FILES", "RunFolderBusyError", "RunLock", "RunLog", "check_writable_file",
            "claim_run_folder", "config_changes", "prepare_out_dir", "record_config_changes",
            "remove_stale_temporaries"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 # keys that may differ on --resume without changing what is trained: how long, where it runs,
 # how it is logged, how fast evaluation batches are
@@ -144,8 +148,8 @@ def claim_run_folder(out: str | Path, *, overwrite: bool = False) -> list[str]:
     (out / RUN_MANIFEST).unlink(missing_ok=True)
     kept = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir() if not p.name.startswith("."))
     shown = [name + (" (not written by train)" if manifest and name in foreign else "") for name in removed]
-    print(f"--overwrite: replaced the run in {out}: {held}; removed {', '.join(shown)}"
-          + (f"; kept {', '.join(kept)}" if kept else ""), flush=True)
+    _log.info(f"--overwrite: replaced the run in {out}: {held}; removed {', '.join(shown)}"
+              + (f"; kept {', '.join(kept)}" if kept else ""), extra=STDOUT)
     return removed
 
 
@@ -158,7 +162,8 @@ def _claim_without_run(out: Path, foreign: list[str], *, overwrite: bool) -> lis
                               f"of its own wrote there{preset}: refused, nothing is touched; train into "
                               "another log.out_dir, move them away, or pass --overwrite to replace them")
     if foreign:
-        print(f"--overwrite: replaced in {out}: {', '.join(foreign)} (not written by train)", flush=True)
+        _log.info(f"--overwrite: replaced in {out}: {', '.join(foreign)} (not written by train)",
+                  extra=STDOUT)
     own = read_run_manifest(out) or set()
     removed = remove_run_files(out, [name for name in RUN_FILES if name in own or name in foreign])
     (out / RUN_MANIFEST).unlink(missing_ok=True)
@@ -287,8 +292,7 @@ class RunLog:
         if self.cfg.log.progress:  # one line per epoch: readable in a terminal and in a log file
             shown = " ".join(f"{k} {v:.4g}" for k, v in row.items()
                              if k.startswith(("train_", "test_")) and isinstance(v, float))
-            print(f"epoch {row['epoch']}/{self.epochs} {shown} ({row['epoch_s']:.1f} s)",
-                  flush=True)
+            _log.info(f"epoch {row['epoch']}/{self.epochs} {shown} ({row['epoch_s']:.1f} s)", extra=STDOUT)
 
     def finish(self, metrics: dict, task, *, epoch: int) -> None:
         """curves.png, then report.md and (last) metrics.json of the last evaluation."""

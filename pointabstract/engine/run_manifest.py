@@ -9,14 +9,16 @@ run trains on (``split.json``) beside it."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["RUN_MANIFEST", "foreign_run_files", "read_run_manifest", "record_run_files", "record_split",
            "remove_run_files"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 RUN_MANIFEST = ".pointabstract-run.json"
 
@@ -76,14 +78,13 @@ def record_split(out: str | Path, dataset, *, resumed: bool) -> None:
         return
     new = getattr(dataset, "new_files", [])
     if new:
-        print(f"note: {len(new)} shape file(s) under {dataset.root} are not in the split this run trained "
-              f"on ({path}): left out of train and test (train a new run to use them)", file=sys.stderr,
-              flush=True)
+        _log.warning(f"note: {len(new)} shape file(s) under {dataset.root} are not in the split this run "
+                     f"trained on ({path}): left out of train and test (train a new run to use them)")
     if path.is_file():
         return
     if resumed:
-        print(f"note: {out} held no split.json (a run of an earlier version): the split made now from the "
-              f"files under {dataset.root} is recorded there and kept", file=sys.stderr, flush=True)
+        _log.warning(f"note: {out} held no split.json (a run of an earlier version): the split made now from "
+                     f"the files under {dataset.root} is recorded there and kept")
     record_run_files(out, ["split.json"])
     tmp = path.with_name(f".split.json.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(record, indent=1))

@@ -24,6 +24,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .._log import cli_notes
 from .tasks import FIGURES, OPTIONS, PNGS
 
 __all__ = ["FIGURES", "OPTIONS", "PNGS", "add_arguments", "add_parser", "build_parser", "main", "run",
@@ -294,7 +295,9 @@ def _context_pool(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    """``python viz/viewer.py ...``: :func:`run`, with the library's notes printed as by ``pointabstract``."""
+    with cli_notes():
+        return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def test_the_task_refuses_a_folder_without_class_folders(tmp_path, monkeypatch):
         build_task(cfg).dataset("train", train=True)
 
 
-def test_eval_and_resume_keep_the_split_the_run_trained_on(shapes, tmp_path, capsys):
+def test_eval_and_resume_keep_the_split_the_run_trained_on(shapes, tmp_path, notes):
     # issue 38: adding files reshuffled the split; eval then scored training files as test and --resume
     # trained on the new split, both without a word
     import json
@@ -99,17 +99,17 @@ def test_eval_and_resume_keep_the_split_the_run_trained_on(shapes, tmp_path, cap
     assert len(recorded["test"]) == 3 and len(recorded["train"]) == 9
     for i in range(6):  # tetra grows from 4 to 10 files: a split made again puts 2 of them in test
         write_mesh(shapes / "tetra" / f"added{i}.obj", TETRA, 3.0 + i)
-    capsys.readouterr()
+    notes()
     run = restore(out / "last.pt")
     assert [str(p.relative_to(shapes)) for p in map(Path, run.dataset.sources)] == recorded["test"]
     metrics = evaluate_checkpoint(out / "last.pt", out_dir=tmp_path / "eval")
     assert metrics["samples"] == 3
     note = (f"note: 6 shape file(s) under {shapes} are not in the split {out / 'last.pt'} was trained on "
             f"({out / 'split.json'}): left out of its test set")
-    assert capsys.readouterr().err.count(note) == 2  # restore, then eval
+    assert notes().count(note) == 2  # restore, then eval
     seen = []
     train(load_config(None, args), resume=True, on_epoch_end=[lambda r: seen.append(list(r.train_ds.sources))])
     assert [str(Path(p).relative_to(shapes)) for p in seen[0]] == recorded["train"]
     assert json.loads((out / "split.json").read_text()) == recorded
-    err = capsys.readouterr().err
+    err = notes()
     assert err.count("note: 6 shape file(s)") == 1 and "left out of train and test" in err

@@ -16,23 +16,23 @@ def _train_in(project, monkeypatch):
     return project / "runs" / "exp" / "last.pt"
 
 
-def test_a_checkpoint_finds_its_data_from_another_folder(tmp_path, monkeypatch, capsys):
+def test_a_checkpoint_finds_its_data_from_another_folder(tmp_path, monkeypatch, notes):
     (tmp_path / "project").mkdir()
     (tmp_path / "elsewhere").mkdir()
     ckpt = _train_in(tmp_path / "project", monkeypatch)
     monkeypatch.chdir(tmp_path / "elsewhere")
     run = restore(ckpt)
     assert run.config.data.root == str(tmp_path / "project" / "data") and len(run.dataset) == 12
-    assert capsys.readouterr().err == ""  # the stored absolute path: nothing to say
+    assert notes() == ""  # the stored absolute path: nothing to say
 
 
-def test_a_moved_project_still_finds_its_data_and_says_so(tmp_path, monkeypatch, capsys):
+def test_a_moved_project_still_finds_its_data_and_says_so(tmp_path, monkeypatch, notes):
     (tmp_path / "project").mkdir()
     _train_in(tmp_path / "project", monkeypatch)
     monkeypatch.chdir(tmp_path)
     shutil.move(tmp_path / "project", tmp_path / "moved")
     run = restore(tmp_path / "moved" / "runs" / "exp" / "last.pt")
     assert run.config.data.root == str(tmp_path / "moved" / "data")
-    assert "note: data.root 'data' of " in capsys.readouterr().err
+    assert "note: data.root 'data' of " in notes()
     monkeypatch.chdir(tmp_path / "moved")
     assert restore("runs/exp/last.pt").config.data.root == str(tmp_path / "moved" / "data")

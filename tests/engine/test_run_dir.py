@@ -62,7 +62,7 @@ def test_config_changes_are_listed_and_recorded(tmp_path):
     assert history[0]["changes"] == {"optim.lr": {"from": 0.1, "to": 0.2}}
 
 
-def test_a_new_run_never_replaces_a_finished_one(tiny_overrides, tmp_path, capsys):
+def test_a_new_run_never_replaces_a_finished_one(tiny_overrides, tmp_path, notes):
     from pointabstract.engine import load_checkpoint, load_config, train
 
     cfg = load_config(None, [*tiny_overrides, "optim.epochs=2"])
@@ -74,9 +74,9 @@ def test_a_new_run_never_replaces_a_finished_one(tiny_overrides, tmp_path, capsy
                                               r"'centroid_transformer'\)\); continue it with --resume"):
         train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
     assert before == {name: (out / name).read_bytes() for name in before}
-    capsys.readouterr()
+    notes()
     train(load_config(None, [*tiny_overrides, "optim.epochs=1"]), overwrite=True)
-    said = capsys.readouterr().out
+    said = notes()
     assert "--overwrite: replaced the run in" in said and "removed last.pt, best.pt, metrics.jsonl" in said
     assert "kept eval_last/" in said and (out / "eval_last").is_dir()
     assert load_checkpoint(out / "last.pt")["epoch"] == 1
@@ -178,7 +178,7 @@ def test_train_never_replaces_files_it_did_not_write(tiny_overrides, tmp_path, c
     assert (folder / "last.pt").is_file() and (folder / "config.yaml").read_bytes() != before["config.yaml"]
 
 
-def test_a_run_of_its_own_without_a_checkpoint_is_replaced_quietly(tiny_overrides, tmp_path, capsys):
+def test_a_run_of_its_own_without_a_checkpoint_is_replaced_quietly(tiny_overrides, tmp_path, notes):
     from pointabstract.engine import load_config, train
     from pointabstract.engine.run_dir import RUN_FILES
     from pointabstract.engine.run_manifest import read_run_manifest, record_run_files
@@ -192,13 +192,13 @@ def test_a_run_of_its_own_without_a_checkpoint_is_replaced_quietly(tiny_override
     (out / "tb" / "events.old").write_text("x")
     (out / "notes.txt").write_text("mine")
     train(load_config(None, [*tiny_overrides, "optim.epochs=1"]))
-    assert "--overwrite" not in capsys.readouterr().out
+    assert "--overwrite" not in notes()
     assert not (out / "tb" / "events.old").exists() and (out / "notes.txt").read_text() == "mine"
     present = {name for name in RUN_FILES if (out / name).exists()}
     assert present <= read_run_manifest(out) and {"last.pt", "config.yaml", "report.md"} <= present
 
 
-def test_overwrite_names_what_no_run_wrote_beside_a_run(tmp_path, capsys):
+def test_overwrite_names_what_no_run_wrote_beside_a_run(tmp_path, notes):
     from pointabstract.engine.run_dir import claim_run_folder
     from pointabstract.engine.run_manifest import record_run_files
 
@@ -207,4 +207,4 @@ def test_overwrite_names_what_no_run_wrote_beside_a_run(tmp_path, capsys):
     (tmp_path / "metrics.jsonl").write_text("{}\n")
     (tmp_path / "report.md").write_text("mine")
     assert claim_run_folder(tmp_path, overwrite=True) == ["last.pt", "metrics.jsonl", "report.md"]
-    assert "removed last.pt, metrics.jsonl, report.md (not written by train)" in capsys.readouterr().out
+    assert "removed last.pt, metrics.jsonl, report.md (not written by train)" in notes()

@@ -212,11 +212,11 @@ def test_stale_checkpoint_temporaries_are_removed_at_start(tiny_overrides, tmp_p
     assert not list(out.glob(".*tmp*"))
 
 
-def test_logs_one_line_per_epoch_without_carriage_returns(tiny_overrides, capsys):
+def test_logs_one_line_per_epoch_without_carriage_returns(tiny_overrides, capsys, notes):
     train(load_config(None, [*tiny_overrides, "log.progress=true"]))
-    captured = capsys.readouterr()
-    assert "\r" not in captured.out + captured.err
-    lines = [line for line in captured.out.splitlines() if line.startswith("epoch ")]
+    captured, said = capsys.readouterr(), notes()
+    assert "\r" not in captured.out + captured.err + said
+    lines = [line for line in said.splitlines() if line.startswith("epoch ")]
     assert len(lines) == 2 and lines[1].startswith("epoch 2/2 ") and "train_loss" in lines[1]
 
 

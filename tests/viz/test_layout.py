@@ -73,7 +73,7 @@ def test_documented_import_paths_work():
     exec(f"from pointabstract.viz import {', '.join(DOCUMENTED)}", namespace)  # noqa: S102
     assert all(namespace[name] is getattr(viz, name) for name in DOCUMENTED)
     cli = importlib.import_module("pointabstract.viz.cli")
-    assert callable(cli.build_parser) and callable(cli.run)  # what viz/viewer.py imports
+    assert callable(cli.build_parser) and callable(cli.run) and callable(cli.main)  # main: what viz/viewer.py imports
     assert {"FIGURES", "OPTIONS", "PNGS"} <= set(dir(cli))
     from pointabstract.viz.segmentation.figures import segmentation_section  # what `eval` imports
 

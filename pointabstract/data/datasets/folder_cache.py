@@ -17,6 +17,7 @@ is refused. The ModelNet OFF loader keeps its HDF5 point cache under the same ro
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["cache_folder", "cache_root", "content_digest", "prepare_samples", "sample_file"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 
 def cache_root() -> Path:
@@ -102,7 +105,7 @@ def prepare_samples(files: list[Path], cache: Path, *, points: int, seed: int, p
         points: P, the points kept per shape.
         seed: seeds the surface samples (mesh m: the generator of (seed, its digest)).
         progress: a progress bar on a terminal while sampling.
-        what: named in the one stderr line said before sampling (e.g. ``"train"``).
+        what: named in the one note (``INFO``, pointabstract/_log.py) said before sampling (e.g. ``"train"``).
 
     Returns:
         the ``.npz`` entry of each file, in order.
@@ -116,8 +119,8 @@ def prepare_samples(files: list[Path], cache: Path, *, points: int, seed: int, p
     entries = [_entry(cache, content_digest(f), points, seed) for f in files]
     missing = [(f, e) for f, e in zip(files, entries) if not e.is_file()]
     if missing:
-        print(f"folder cache {cache}: sampling {len(missing)} new or changed {what} file(s) of "
-              f"{len(files)}".replace("  ", " "), file=sys.stderr, flush=True)
+        _log.info(f"folder cache {cache}: sampling {len(missing)} new or changed {what} file(s) of "
+                  f"{len(files)}".replace("  ", " "))
     bar = tqdm(missing, desc="sampling shapes", disable=not (progress and sys.stderr.isatty()), leave=False)
     for path, entry in bar:
         pos, normal = sample_file(path, points, seed=seed, digest=entry.name.split("_")[0])

@@ -8,6 +8,7 @@ of meshes or the class list changes. The OFF format itself is read in :mod:`.off
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 import zlib
@@ -20,6 +21,8 @@ from .folder_cache import cache_folder
 from .off import find_meshes, sample_mesh
 
 __all__ = ["CACHE_VERSION", "prepare_off_cache", "unknown_class"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 CACHE_VERSION = 2  # 2: keyed on (size, mtime_ns) of every mesh and the class list
 
@@ -97,9 +100,9 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     ``label`` (S,) int64 (index into ``classes``) and ``source`` (S,) the mesh paths relative
     to ``folder`` and ``stat`` (S, 2) int64 their byte size and modification time (ns). It is
     reused while the class list, the list of meshes and the size and modification time of each
-    are unchanged; otherwise it is rebuilt, after one line on stderr saying why (``mesh cache
-    ... out of date (1 mesh changed): rebuilding ...``). It is written to a temporary file
-    first, so a killed run leaves no broken cache.
+    are unchanged; otherwise it is rebuilt, after one note saying why (an ``INFO`` record,
+    pointabstract/_log.py: ``mesh cache ... out of date (1 mesh changed): rebuilding ...``). It is
+    written to a temporary file first, so a killed run leaves no broken cache.
 
     Args:
         folder: the mesh tree (e.g. ``datasets/ModelNet40``).
@@ -140,8 +143,7 @@ def prepare_off_cache(folder: str | Path, split: str, *, classes: tuple[str, ...
     reason = _stale_reason(cache, signature, names, stats)
     if reason is None:
         return cache
-    print(f"{reason}: {'re' if cache.exists() else ''}building it from {len(files)} meshes", file=sys.stderr,
-          flush=True)
+    _log.info(f"{reason}: {'re' if cache.exists() else ''}building it from {len(files)} meshes")
     tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     jobs = [(f, mesh_points, seed, n) for f, n in zip(files, names)]
     try:

@@ -38,6 +38,7 @@ train shapes; the classification train split keeps all of them (ModelNet40 has n
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing as mp
 import os
 import sys
@@ -48,6 +49,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ... import _validate as V
+from ..._log import STDOUT
 from ..categories import SHAPENET_PART
 from .hard import HARD_CLASS_NAMES, HARD_CLASSES, ROTATIONS, random_rotation, sample_hard_shape
 from .nuisances import Nuisances
@@ -57,6 +59,8 @@ from .surface import sample_surface
 
 __all__ = ["CLASS_NAMES", "LEVELS", "MODELNET_DIR", "SHAPENET_PART_DIR", "generate", "level_classes",
            "sample_shape"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 CLASS_NAMES: tuple[str, ...] = tuple(c.name.lower() for c in SHAPENET_PART)
 MODELNET_DIR = "modelnet40_ply_hdf5_2048"
@@ -146,13 +150,13 @@ def _generate_split(split: str, count: int, *, level, seed, num_points, nuisance
                 pos[i], normal[i], pid[i], category[i] = _make(task)
                 bar.update()
     if stage_lines(progress):
-        print(f"synthetic {level} {split}: {count} shapes generated ({time.perf_counter() - started:.1f} s)",
-              flush=True)
+        seconds = time.perf_counter() - started
+        _log.info(f"synthetic {level} {split}: {count} shapes generated ({seconds:.1f} s)", extra=STDOUT)
     return pos, normal, pid, category
 
 
 def stage_lines(progress: bool = True) -> bool:
-    """Whether to print one line per stage: unless both stdout and stderr are terminals (where
+    """Whether to note one line per stage: unless both stdout and stderr are terminals (where
     the progress bars show), as training prints a line per epoch into logs and files."""
     return progress and not (sys.stdout.isatty() and sys.stderr.isatty())
 
@@ -229,7 +233,8 @@ def generate(out, *, level: str = "easy", train_per_class: int | None = None,
         seed: base seed; the same seed gives byte-identical files.
         val_fraction: share of each class's train shapes that the part set moves to val.
         workers: processes generating shapes (default: the CPU count); never changes the data.
-        progress: show a tqdm bar per split.
+        progress: show a tqdm bar per split on a terminal; elsewhere one note per split (an
+            ``INFO`` record of ``pointabstract.data.synthetic.generator``, pointabstract/_log.py).
         nuisances: the hard level's nuisances (None: all on); refused for ``"easy"``.
         rotation: ``"up"`` (y stays up) or ``"so3"`` (every shape turned by a uniform rotation).
         overwrite: replace an earlier set of its own in ``out`` (never files it did not write).

@@ -10,9 +10,9 @@ its metadata (:func:`png_backend`).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,8 @@ from .colors import BACKGROUND, ScalarLegend, legend_image
 
 __all__ = ["BACKENDS", "Camera", "PNG_BACKEND_KEY", "RenderError", "Renderer", "legend_width",
            "png_backend", "render_panels_png", "render_png", "save_png", "scene_points", "start_xvfb"]
+
+_log = logging.getLogger(__name__)  # notes: pointabstract/_log.py
 
 PNG_BACKEND_KEY = "pointabstract:backend"  # PNG text chunk naming the backend(s) that drew the image
 
@@ -206,7 +208,7 @@ class Renderer:
         if not self.explicit:
             give_up(name, why)
             nxt = f"; drawing with {self.chain[0]}" if self.chain else ""
-            print(f"note: {name} renderer given up ({why}){nxt}", file=sys.stderr)
+            _log.warning(f"note: {name} renderer given up ({why}){nxt}")
 
     def close(self) -> None:
         if self._impl is not None:

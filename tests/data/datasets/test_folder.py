@@ -69,16 +69,16 @@ def test_tiny_classes_keep_a_training_file(tmp_path):
     assert [lab for _, lab in splits["train"]] == [0, 1] and [lab for _, lab in splits["test"]] == [1]
 
 
-def test_cache_follows_file_content(tmp_path, capfd):
+def test_cache_follows_file_content(tmp_path, notes):
     root = write_shapes(tmp_path / "mine", per_class=2)
     first = ShapeFolder(root, "train", num_points=32, test_fraction=0.5)
-    assert "sampling 3 new or changed train file(s) of 3" in capfd.readouterr().err
+    assert "sampling 3 new or changed train file(s) of 3" in notes()
     again = ShapeFolder(root, "train", num_points=32, test_fraction=0.5)
-    assert capfd.readouterr().err == "" and again._entries == first._entries
+    assert notes() == "" and again._entries == first._entries
     changed = Path(first.sources[0])
     write_mesh(changed, {".obj": TETRA, ".ply": PYRAMID, ".off": SLAB}[changed.suffix], 5.0)
     edited = ShapeFolder(root, "train", num_points=32, test_fraction=0.5)
-    assert "sampling 1 new or changed train file(s) of 3" in capfd.readouterr().err
+    assert "sampling 1 new or changed train file(s) of 3" in notes()
     assert edited._entries[0] != first._entries[0] and edited._entries[1:] == first._entries[1:]
     assert np.abs(edited.load(0, np.random.default_rng(0))["pos"]).max() > 2  # the 5x larger shape
     assert edited._entries[0].name.startswith(content_digest(changed))

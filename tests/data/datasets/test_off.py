@@ -137,10 +137,10 @@ def _cached_points(cache):
         return handle["data"][()]
 
 
-def test_mesh_edited_in_place_with_the_same_size_is_resampled(tmp_path, capsys):
+def test_mesh_edited_in_place_with_the_same_size_is_resampled(tmp_path, notes):
     root = _off_tree(tmp_path)
     cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
-    assert f"mesh cache {cache} not found: building it from 4 meshes" in capsys.readouterr().err
+    assert f"mesh cache {cache} not found: building it from 4 meshes" in notes()
     before = _cached_points(cache)
     assert before[0].max() <= 1.0  # bed_0001: the unit tetrahedron
     mesh = root / "bed" / "train" / "bed_0001.off"
@@ -149,37 +149,37 @@ def test_mesh_edited_in_place_with_the_same_size_is_resampled(tmp_path, capsys):
     mesh.write_text(text.replace("\n1 0 0\n", "\n7 0 0\n"))  # a vertex moves, same byte size
     assert mesh.stat().st_size == size
     assert prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False) == cache
-    err = capsys.readouterr().err
+    err = notes()
     assert f"mesh cache {cache} out of date (1 mesh changed): rebuilding it from 4 meshes" in err
     after = _cached_points(cache)
     assert after[0, :, 0].max() > 1.5 and after[0].max() <= 7.0  # bed_0001 now reaches x = 7
     np.testing.assert_array_equal(after[1:], before[1:])  # the other meshes: the same samples
     prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=64, progress=False)
-    assert capsys.readouterr().err == ""  # up to date again: reused without a word
+    assert notes() == ""  # up to date again: reused without a word
 
 
-def test_rebuild_says_what_changed(tmp_path, capsys):
+def test_rebuild_says_what_changed(tmp_path, notes):
     root = _off_tree(tmp_path)
     cache = prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=16, progress=False)
     (root / "bed" / "train" / "bed_0002.off").unlink()
     write_off(root / "chair" / "train" / "chair_0007.off", np.eye(3), np.array([[0, 1, 2]]))
     write_off(root / "chair" / "train" / "chair_0008.off", np.eye(3), np.array([[0, 1, 2]]))
-    capsys.readouterr()
+    notes()
     prepare_off_cache(root, "train", classes=MODELNET40, mesh_points=16, progress=False)
-    assert "out of date (2 meshes added, 1 mesh removed): rebuilding" in capsys.readouterr().err
+    assert "out of date (2 meshes added, 1 mesh removed): rebuilding" in notes()
     classes = ("bed", "chair")
     prepare_off_cache(root, "train", classes=classes, mesh_points=16, progress=False)
-    assert "out of date (the class list changed): rebuilding" in capsys.readouterr().err
+    assert "out of date (the class list changed): rebuilding" in notes()
     import h5py
 
     with h5py.File(cache, "a") as handle:
         np.testing.assert_array_equal(handle["label"][()], [0, 1, 1, 1, 1])
         handle.attrs["signature"] = "v1 0123"
     prepare_off_cache(root, "train", classes=classes, mesh_points=16, progress=False)
-    assert "written by another version of pointabstract: rebuilding" in capsys.readouterr().err
+    assert "written by another version of pointabstract: rebuilding" in notes()
     cache.write_bytes(b"not an hdf5 file")
     prepare_off_cache(root, "train", classes=classes, mesh_points=16, progress=False)
-    assert f"mesh cache {cache} is unreadable (" in capsys.readouterr().err
+    assert f"mesh cache {cache} is unreadable (" in notes()
     assert _cached_points(cache).shape == (5, 16, 3)
 
 
