@@ -78,12 +78,15 @@ demo-classify: setup demo-data
 	$(CLI) eval runs/demo/last.pt --neighbourhoods
 
 # reconstruction: demo-sized capsule autoencoders with dynamic routing and centroid attention,
-# evaluated, and the two side by side on the same shapes (the Centroid Transformers Fig. 5)
+# evaluated with the floor (a plain autoencoder trained the same way), and the two side by side on
+# the same shapes (the Centroid Transformers Fig. 5)
 demo-capsules: setup demo-data
 	$(CLI) train capsules_demo_dr --overwrite
 	$(CLI) train capsules_demo_ca --overwrite
+	$(CLI) train capsules_demo_floor --overwrite
 	$(CLI) eval runs/demo/capsules_dr/last.pt
 	$(CLI) eval runs/demo/capsules_ca/last.pt
+	$(CLI) eval runs/demo/autoencoder/last.pt
 	$(CLI) view runs/demo/capsules_dr/last.pt --compare runs/demo/capsules_ca/last.pt \
 	  --figure runs/demo/capsules.png
 

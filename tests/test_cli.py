@@ -389,7 +389,7 @@ def test_train_help_lists_the_presets_and_every_registry_model_with_its_descript
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     out = capsys.readouterr().out
-    assert "presets: capsules_demo_ca, capsules_demo_dr, centroid_transformer_modelnet40, demo," in out
+    assert "presets: capsules_demo_ca, capsules_demo_dr, capsules_demo_floor, centroid_transformer_modelnet40, demo," in out
     for name, spec in MODELS.items():
         assert spec.doc and re.search(rf"^  {name} +{re.escape(spec.doc)}$", out, re.M), name
 

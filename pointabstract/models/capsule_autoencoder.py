@@ -232,7 +232,15 @@ _BASE = {"primary_caps": 1024, "primary_dim": 16, "latent_caps": 64, "latent_dim
 _DEMO = {"primary_caps": 64, "primary_dim": 8, "latent_caps": 8, "latent_dim": 32, "num_points": 512,
          "encoder_dims": (32, 64), "decoders": 1}
 _TINY = {"primary_caps": 16, "primary_dim": 4, "latent_caps": 4, "latent_dim": 8, "num_points": 64,
-         "encoder_dims": (8, 16), "decoders": 2, "heads": 2}
+         "encoder_dims": (8, 16), "decoders": 2, "heads": 2, "decoder_width": 16}
+# The demo models' reconstruction recipe (docs/capsules.md#why-the-reconstructions-were-blobs): a
+# decoder MLP of width 256 for every routing (the paper's D'+2 = 34 at demo size decodes blobs), and
+# for centroid attention eq. 4's update divided by each latent capsule's total weight (the sum as
+# printed grows with the primary capsules and swamps the initial latent capsules). Measured at demo
+# size only: the paper-size models (small / base: D'+2 = 130 / 66) keep the paper's settings, and
+# model.decoder_width=0 model.centroid_update=sum restores them on the demo models.
+_RECIPE = {"dr": {"decoder_width": 256}, "em": {"decoder_width": 256},
+           "ca": {"decoder_width": 256, "centroid_update": "mean"}}
 _NAMES = {"dr": "dynamic", "em": "em", "ca": "centroid"}
 _WHAT = {"dr": "dynamic routing", "em": "EM routing", "ca": "centroid attention (linear init, T = 3)"}
 
@@ -243,7 +251,8 @@ SPECS = {
     **{f"capsule_ae_base_{k}": ModelSpec(*_AE, {**_BASE, "routing": r}, tiny=_TINY,
                                          doc=f"1024 x 16 primary -> 64 x 64 latent capsules, {_WHAT[k]}")
        for k, r in _NAMES.items()},
-    **{f"capsule_ae_demo_{k}": ModelSpec(*_AE, {**_DEMO, "routing": r}, tiny=_TINY,
-                                         doc=f"demo size (64 x 8 -> 8 x 32, 512 points), {_WHAT[k]}")
+    **{f"capsule_ae_demo_{k}": ModelSpec(*_AE, {**_DEMO, "routing": r, **_RECIPE[k]}, tiny=_TINY,
+                                         doc=f"demo size (64 x 8 -> 8 x 32, 512 points, decoder width 256), "
+                                             f"{_WHAT[k]}" + (", mean update" if k == "ca" else ""))
        for k, r in _NAMES.items()},
 }
