@@ -8,7 +8,8 @@ from torch import nn
 
 from .. import _validate as V
 
-__all__ = ["ACTIVATIONS", "MLP", "FeedForward", "PointBatchNorm", "make_activation", "make_norm", "run_masked"]
+__all__ = ["ACTIVATIONS", "MLP", "FeedForward", "PointBatchNorm", "make_activation", "make_norm",
+           "run_masked"]
 
 # the activations the package's MLPs use, by name: LeakyReLU(0.2) (Centroid Transformers and the
 # capsule networks), GELU (Sequoia's layers) and ReLU (Sequoia's segmentation head)
@@ -46,7 +47,7 @@ def run_masked(layers, x, mask=None):
     (x.shape[:-1] bool, True at real points) passed to every :class:`PointBatchNorm`, so padded
     rows stay out of batch statistics (see there)."""
     for layer in layers:
-        x = layer(x, mask=mask) if isinstance(layer, PointBatchNorm) else layer(x)
+        x = layer(x, mask=mask) if isinstance(layer, (PointBatchNorm, MLP)) else layer(x)
     return x
 
 

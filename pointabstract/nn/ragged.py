@@ -14,7 +14,7 @@ import torch
 from .. import _validate as V
 from ..ops import max_over
 
-__all__ = ["masked_max", "masked_mean", "model_lengths", "pad_rows", "point_mask"]
+__all__ = ["all_index", "masked_max", "masked_mean", "model_lengths", "pad_rows", "point_mask"]
 
 
 def model_lengths(lengths: torch.Tensor | None, pos: torch.Tensor) -> torch.Tensor | None:
@@ -54,3 +54,12 @@ def pad_rows(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is None:
         return x
     return x.masked_fill(~mask.view(*mask.shape, *([1] * (x.dim() - 2))), 0.0)
+
+
+def all_index(query_lengths: torch.Tensor, ref_lengths: torch.Tensor, m: int, n: int) -> torch.Tensor:
+    """(B, M, N) int64 neighbour indices of full attention in a padded batch: every real query
+    of cloud b sees the ``ref_lengths[b]`` real inputs, -1 (padding, weight 0) elsewhere; padded
+    queries see nothing. The ``idx`` argument of :func:`~pointabstract.nn.attend`."""
+    ref = torch.arange(n, device=ref_lengths.device)
+    idx = ref.expand(len(ref_lengths), m, n).masked_fill(ref >= ref_lengths[:, None, None], -1)
+    return idx.masked_fill(~point_mask(query_lengths, m).unsqueeze(-1), -1)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from ... import _validate as V
 from ..metrics import ConfusionMatrix
 from ..plots import plot_confusion
-from .base import check_dataset, check_same_labels, check_settings_type, missing_dataset
+from .base import check_dataset, check_same_labels, check_settings_type, lengths_arg, missing_dataset
 
 __all__ = ["ClassificationSettings", "ClassificationTask"]
 
@@ -94,7 +94,7 @@ class ClassificationTask:
         """Logits (B, classes) of one collated batch."""
         pos = batch["pos"].to(device, non_blocking=True)
         features = batch["normal"].to(device, non_blocking=True) if self.data.use_normals else None
-        return model(pos, features=features)["logits"]
+        return model(pos, features=features, **lengths_arg(batch, device))["logits"]
 
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
         logits = self.forward(model, batch, device)
