@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn.capsules import PrimaryPointCapsules
 from ..nn.ragged import model_lengths
 from ..nn.routing import ROUTINGS, build_routing
@@ -212,11 +213,13 @@ class CapsuleAutoencoder(nn.Module):
         """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "capsules": (B, L, D'),
         "capsule_index": (N_out,) int64 capsule that decoded each output point,
         "assignments": (B, P, L)}``; ``return_features`` adds ``"primary"`` (B, P, D).
-        ``lengths`` (B,) int64: real points per cloud of a padded batch (None: all N).
+        ``lengths`` (B,) int64: real points per cloud of a padded batch (None: all N); ``pos``
+        may also be a PyG ``Data`` / ``Batch`` (docs/pyg.md).
         ``noise_seed``: (B,) int64 seeds of the decoder's training samples, one per cloud
         (None: torch's global generator); ignored in evaluation mode. ``N_out`` = L x
         (``num_points`` // L): each latent capsule decodes the same number of points, so the
         12-capsule models give 12 x 170 = 2,040 points for 2,048 (the paper's Fig. 5 caption)."""
+        pos, _, lengths, _ = model_inputs(pos, lengths=lengths)
         v, assignments, primary = self.encode(pos, lengths)
         if noise_seed is not None:
             V.check_ids("noise_seed", noise_seed, (pos.shape[0],), "(B,)")

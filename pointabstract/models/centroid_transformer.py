@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
 from ..nn.context_pool import ContextPoolOptions
 from ..nn.mlp import run_masked
@@ -133,7 +134,7 @@ class CentroidTransformer(nn.Module):
         """Classify clouds.
 
         Args:
-            pos: (B, N, 3) point coordinates.
+            pos: (B, N, 3) point coordinates, or a PyG ``Data`` / ``Batch`` (docs/pyg.md).
             features: (B, N, in_channels) extra per-point inputs (e.g. normals), if configured.
             lengths: (B,) int64 real points per cloud of a padded batch (None: all N): cloud b
                 gives the logits it gives alone (docs/models.md#ragged-batches).
@@ -145,6 +146,8 @@ class CentroidTransformer(nn.Module):
             neighbour indices used by its attention (None for full attention) and, for
             centroid blocks, ``init_idx`` (B, M) the inputs its centroids started from.
         """
+        pos, features, lengths, _ = model_inputs(pos, features=features, lengths=lengths,
+                                                 channels=self.cfg.in_channels)
         V.check_cloud("pos", pos, squares=True)
         if self.cfg.in_channels:
             V.check_features("features", features, pos, channels=self.cfg.in_channels)

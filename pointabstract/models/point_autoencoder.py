@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn.mlp import PointBatchNorm, run_masked
 from ..nn.ragged import masked_max, model_lengths, point_mask
 from .spec import ModelSpec
@@ -112,9 +113,11 @@ class PointAutoencoder(nn.Module):
     def forward(self, pos: torch.Tensor, *, lengths: torch.Tensor | None = None,
                 return_features: bool = False, noise_seed: torch.Tensor | None = None) -> dict:
         """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "code": (B, Z)}``. ``lengths`` (B,)
-        int64: real points per cloud of a padded batch (None: all N). ``noise_seed`` is
+        int64: real points per cloud of a padded batch (None: all N); ``pos`` may also be a PyG
+        ``Data`` / ``Batch`` (docs/pyg.md). ``noise_seed`` is
         accepted for the reconstruction task's protocol and unused (nothing here is random);
         ``return_features`` changes nothing (the code is always returned)."""
+        pos, _, lengths, _ = model_inputs(pos, lengths=lengths)
         code = self.encode(pos, lengths)
         return {"points": self.decode(code), "code": code}
 

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn.blocks import BlockStack, PostBlock, SABlock, SequoiaBlock, TreeContext
 from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
@@ -154,12 +155,14 @@ class SequoiaSegmenter(nn.Module):
         # Linear -> LayerNorm -> ReLU -> Linear (the official code's head)
         self.head = MLP([cfg.dim + cfg.num_categories, cfg.head_dim, cfg.num_parts], norm="layer", act="relu")
 
-    def forward(self, pos: torch.Tensor, category: torch.Tensor, *, features: torch.Tensor | None = None,
+    def forward(self, pos: torch.Tensor, category: torch.Tensor | None = None, *,
+                features: torch.Tensor | None = None,
                 lengths: torch.Tensor | None = None, return_features: bool = False) -> dict:
         """Per-point part logits.
 
         Args:
-            pos: (B, N, 3) point coordinates.
+            pos: (B, N, 3) point coordinates, or a PyG ``Data`` / ``Batch`` (docs/pyg.md; its
+                ``category`` is used when ``category`` is None).
             category: (B,) int64 object category ids in [0, num_categories).
             lengths: (B,) int64 real points per cloud of a padded batch (None: all N); the
                 logits of padded rows are not predictions.
@@ -170,6 +173,9 @@ class SequoiaSegmenter(nn.Module):
         Returns:
             ``{"logits": (B, N, num_parts)}`` (unrestricted: the task masks other categories).
         """
+        pos, features, lengths, given = model_inputs(pos, features=features, lengths=lengths,
+                                                     channels=self.cfg.in_channels)
+        category = given if category is None else category
         V.check_cloud("pos", pos, squares=True)
         V.check_ids("category", category, (pos.shape[0],), "(B,)", high=self.cfg.num_categories)
         outs, tree = self.backbone(pos, features, lengths)
@@ -195,7 +201,7 @@ class SequoiaClassifier(nn.Module):
         """Class logits.
 
         Args:
-            pos: (B, N, 3) point coordinates.
+            pos: (B, N, 3) point coordinates, or a PyG ``Data`` / ``Batch`` (docs/pyg.md).
             lengths: (B,) int64 real points per cloud of a padded batch (None: all N).
             features: (B, N, in_channels) extra inputs (e.g. normals), when configured.
             return_features: also return ``blocks`` and ``tree`` as the segmenter does.
@@ -203,6 +209,8 @@ class SequoiaClassifier(nn.Module):
         Returns:
             ``{"logits": (B, num_classes)}``.
         """
+        pos, features, lengths, _ = model_inputs(pos, features=features, lengths=lengths,
+                                                 channels=self.cfg.in_channels)
         V.check_cloud("pos", pos, squares=True)
         outs, tree = self.backbone(pos, features, lengths)
         mask = point_mask(model_lengths(lengths, pos), pos.shape[1])
