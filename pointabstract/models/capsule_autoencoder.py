@@ -198,7 +198,11 @@ class CapsuleAutoencoder(nn.Module):
         ``lengths`` (B,): real points per cloud (padding is never pooled into a capsule)."""
         # an empty batch would fail in the routing; coordinates beyond the square limit in its norms
         V.check_cloud("pos", pos, min_points=MIN_POINTS, squares=True)
-        primary = self.primary(pos, model_lengths(lengths, pos))
+        lengths = model_lengths(lengths, pos)
+        if lengths is not None and int(lengths.min()) < MIN_POINTS:
+            raise ValueError(f"lengths must be at least {MIN_POINTS} (points per cloud), got "
+                             f"{lengths.tolist()}")
+        primary = self.primary(pos, lengths)
         v, assignments = self.routing(primary)
         return v, assignments, primary
 

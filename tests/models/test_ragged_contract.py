@@ -101,3 +101,37 @@ def test_random_centroids_are_never_padding(name):
     for block in blocks:
         if block.get("init_idx") is not None:
             assert bool((block["init_idx"] < lengths[:, None]).all())
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_training_on_a_padded_batch_gives_finite_gradients_and_none_to_padding(name):
+    model = _build(name).train()
+    pos, lengths = _pad(_clouds())
+    pos.requires_grad_(True)
+    torch.manual_seed(3)
+    out = _run(name, model, pos, lengths)
+    real = torch.arange(pos.shape[1]) < lengths[:, None]
+    if MODELS[name].task == "part_segmentation":  # per-point logits: the real points' only
+        loss = out["logits"][real].pow(2).mean()
+    else:
+        loss = sum(v.pow(2).mean() for v in out.values())
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+    assert torch.isfinite(pos.grad).all() and bool((pos.grad[~real] == 0).all())
+
+
+def test_what_cannot_take_padding_refuses_it_naming_lengths():
+    pos, lengths = _pad(_clouds())
+    with pytest.raises(ValueError, match=r"lengths must be at least 8 \(points per cloud\), got \[40, 5\]"):
+        build_model("capsule_ae_demo_dr", tiny=True)(pos[:2], lengths=torch.tensor([40, 5]))
+    pooled = build_model("centroid_transformer", tiny=True, num_classes=5, context_pool=True)
+    with pytest.raises(ValueError, match=r"a post-module \(ContextPool\) does not take padded clouds"):
+        pooled(pos, lengths=lengths)
+    from pointabstract.nn import CentroidAttention
+
+    linear = CentroidAttention(8, 8, heads=2, num_centroids=4, init="linear", num_inputs=64)
+    with pytest.raises(ValueError, match=r"init='linear' was built for a fixed N: it takes no padded clouds "
+                                         r"\(lengths\)"):
+        linear(torch.rand(3, 64, 8), pos, lengths=lengths)
+    with pytest.raises(ValueError, match=r"lengths must lie in \[1, 64\]"):
+        build_model("sequoia_cls", tiny=True)(pos, lengths=torch.tensor([40, 65, 3]))
