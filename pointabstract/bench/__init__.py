@@ -27,6 +27,7 @@ BENCHES: dict[str, str] = {
     "train": "pointabstract.bench.train_speed",
     "predict": "pointabstract.bench.predict",
     "gpu": "pointabstract.bench.gpu",
+    "ragged": "pointabstract.bench.ragged",
 }
 
 

@@ -30,7 +30,8 @@ __all__ = ["PRESETS", "DataConfig", "LogConfig", "OptimConfig", "RunConfig", "ch
 class DataConfig:
     dataset: str = "modelnet40"  # which loader reads data.root (the task lists its choices)
     root: str = "datasets/synthetic"  # folder holding one of the dataset's layouts
-    num_points: int = 1024  # points per shape fed to the model
+    num_points: int | str = 1024  # points per shape fed to the model; "all": every stored point, clouds
+    #                               of their own sizes padded with lengths (classification, part_segmentation)
     sampling: str = "random"  # training subset of the stored points: first | random | fps
     use_normals: bool = False  # feed normals as extra per-point features
     batch_size: int = 32  # global training batch, split evenly over the DDP processes
@@ -168,7 +169,15 @@ def check_config(cfg: RunConfig) -> None:
     if re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(cfg.device)) is None:
         raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
     V.check_int("seed", cfg.seed, low=0)
-    for key, value in (("data.num_points", d.num_points), ("data.batch_size", d.batch_size),
+    if d.num_points == "all" and cfg.task == "reconstruction":
+        raise ValueError("data.num_points=all is for classification and part_segmentation: reconstruction "
+                         "scores clouds of one size; set data.num_points to a number")
+    if isinstance(d.num_points, str) and d.num_points != "all":
+        raise ValueError(f"data.num_points must be a positive int or 'all' (every stored point), got "
+                         f"{d.num_points!r}")
+    if d.num_points != "all":
+        V.check_int("data.num_points", d.num_points, low=1)
+    for key, value in (("data.batch_size", d.batch_size),
                        ("data.eval_batch_size", d.eval_batch_size), ("optim.epochs", o.epochs),
                        ("optim.step_size", o.step_size), ("log.eval_every", g.eval_every)):
         V.check_int(key, value, low=1)
@@ -225,6 +234,8 @@ def _coerce(key: str, fld: dataclasses.Field, value):
             return float(value)
         except ValueError:
             pass
+    if isinstance(value, str) and "str" in str(fld.type).split(" | "):  # e.g. num_points: int | str
+        return value
     if default is not None and not isinstance(default, tuple) and not isinstance(value, type(default)) \
             and not (value is None and "None" in str(fld.type)):
         kind = type(default).__name__

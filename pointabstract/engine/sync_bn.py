@@ -81,7 +81,9 @@ def _sync_class(base: type) -> type:
 
     channels_last = issubclass(base, PointBatchNorm)  # (..., C) inputs rather than (B, C, ...)
 
-    def forward(self, x):
+    def forward(self, x, **mask):  # mask= of a PointBatchNorm: it selects rows, then calls forward
+        if mask.get("mask") is not None:
+            return base.forward(self, x, **mask)
         if self.training and _world() > 1:
             return global_batch_norm(self, x, channels_last=channels_last)
         return base.forward(self, x)

@@ -27,7 +27,9 @@ import torch
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn.capsules import PrimaryPointCapsules
+from ..nn.ragged import model_lengths
 from ..nn.routing import ROUTINGS, build_routing
 from .spec import ModelSpec
 
@@ -191,11 +193,16 @@ class CapsuleAutoencoder(nn.Module):
         self.register_buffer("capsule_index", torch.arange(cfg.latent_caps).repeat_interleave(per_capsule),
                              persistent=False)
 
-    def encode(self, pos: torch.Tensor):
-        """pos (B, N, 3) -> latent capsules (B, L, D'), assignments (B, P, L), primary (B, P, D)."""
+    def encode(self, pos: torch.Tensor, lengths: torch.Tensor | None = None):
+        """pos (B, N, 3) -> latent capsules (B, L, D'), assignments (B, P, L), primary (B, P, D).
+        ``lengths`` (B,): real points per cloud (padding is never pooled into a capsule)."""
         # an empty batch would fail in the routing; coordinates beyond the square limit in its norms
         V.check_cloud("pos", pos, min_points=MIN_POINTS, squares=True)
-        primary = self.primary(pos)
+        lengths = model_lengths(lengths, pos)
+        if lengths is not None and int(lengths.min()) < MIN_POINTS:
+            raise ValueError(f"lengths must be at least {MIN_POINTS} (points per cloud), got "
+                             f"{lengths.tolist()}")
+        primary = self.primary(pos, lengths)
         v, assignments = self.routing(primary)
         return v, assignments, primary
 
@@ -205,16 +212,19 @@ class CapsuleAutoencoder(nn.Module):
             return self.latent_norm(v.flatten(1)).view(v.shape)
         return v if self.latent_norm is None else self.latent_norm(v)
 
-    def forward(self, pos: torch.Tensor, *, return_features: bool = False,
-                noise_seed: torch.Tensor | None = None) -> dict:
+    def forward(self, pos: torch.Tensor, *, lengths: torch.Tensor | None = None,
+                return_features: bool = False, noise_seed: torch.Tensor | None = None) -> dict:
         """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "capsules": (B, L, D'),
         "capsule_index": (N_out,) int64 capsule that decoded each output point,
         "assignments": (B, P, L)}``; ``return_features`` adds ``"primary"`` (B, P, D).
+        ``lengths`` (B,) int64: real points per cloud of a padded batch (None: all N); ``pos``
+        may also be a PyG ``Data`` / ``Batch`` (docs/pyg.md).
         ``noise_seed``: (B,) int64 seeds of the decoder's training samples, one per cloud
         (None: torch's global generator); ignored in evaluation mode. ``N_out`` = L x
         (``num_points`` // L): each latent capsule decodes the same number of points, so the
         12-capsule models give 12 x 170 = 2,040 points for 2,048 (the paper's Fig. 5 caption)."""
-        v, assignments, primary = self.encode(pos)
+        pos, _, lengths, _ = model_inputs(pos, lengths=lengths)
+        v, assignments, primary = self.encode(pos, lengths)
         if noise_seed is not None:
             V.check_ids("noise_seed", noise_seed, (pos.shape[0],), "(B,)")
         code = self.decoder_input(v)

@@ -28,8 +28,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn import MLP, BlockStack, CABlock, SABlock, context_pool_from_config, make_norm
 from ..nn.context_pool import ContextPoolOptions
+from ..nn.mlp import run_masked
+from ..nn.ragged import masked_max, masked_mean, model_lengths, point_mask
 from ..ops import gather_points, knn, max_over, nearest_upsample
 from .spec import ModelSpec
 
@@ -100,12 +103,19 @@ class CentroidTransformer(nn.Module):
         self.head = MLP([2 * cfg.fuse_dim, *cfg.head_dims, cfg.num_classes], norm=cfg.norm,
                         dropout=cfg.dropout)
 
-    def embed_points(self, pos: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:
-        """(B, N, 3) [+ (B, N, F)] -> (B, N, C0): per point, or max over its xyz neighbours."""
+    def embed_points(self, pos: torch.Tensor, features: torch.Tensor | None,
+                     lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, N, 3) [+ (B, N, F)] -> (B, N, C0): per point, or max over its xyz neighbours
+        (``lengths`` (B,): real points per cloud; padding is no neighbour, and no BatchNorm
+        statistic)."""
         point = pos if features is None else torch.cat([pos, features], -1)
+        mask = point_mask(lengths, pos.shape[1])
         if not self.cfg.embed_k:
-            return self.embed(point)
-        _, idx = knn(pos.detach(), pos.detach(), min(self.cfg.embed_k, pos.shape[1]))
+            return run_masked(self.embed, point, mask)
+        _, idx = knn(pos.detach(), pos.detach(), min(self.cfg.embed_k, pos.shape[1]), ref_lengths=lengths)
+        if mask is not None:  # a cloud of fewer than K points: its missing (-1) neighbours repeat the
+            edge_mask = mask.unsqueeze(-1) & (idx >= 0)  # point itself (same maximum), out of the norms
+            idx = torch.where(idx >= 0, idx, idx[..., :1].clamp(min=0))
         # The first layer on an edge, W (p_j - p_i) + V x_i + c, is (W p)_j + ((V - W) p_i + c),
         # with W its xyz columns and V (the rest) its point columns: applied to the N points and
         # gathered, instead of to the N K edges (the same values; the largest single cost of the demo step).
@@ -114,19 +124,20 @@ class CentroidTransformer(nn.Module):
         own = F.linear(point, point_w - F.pad(rel_w, (0, point_w.shape[1] - 3)), first.bias)  # (B, N, C0)
         edge = gather_points(pos @ rel_w.t(), idx) + own.unsqueeze(2)  # (B, N, K, C0)
         *layers, act = [*self.embed[0]][1:] + [*self.embed][1:]  # the MLP's other layers, norm, act
-        for layer in layers:
-            edge = layer(edge)
+        edge = run_masked(layers, edge, None if mask is None else edge_mask)
         # LeakyReLU is increasing, so it commutes with the max over the neighbours: applied to the
         # (B, N, C0) maxima instead of the (B, N, K, C0) edges (the same values and gradients)
         return act(max_over(edge, 2))
 
     def forward(self, pos: torch.Tensor, *, features: torch.Tensor | None = None,
-                return_features: bool = False) -> dict:
+                lengths: torch.Tensor | None = None, return_features: bool = False) -> dict:
         """Classify clouds.
 
         Args:
-            pos: (B, N, 3) point coordinates.
+            pos: (B, N, 3) point coordinates, or a PyG ``Data`` / ``Batch`` (docs/pyg.md).
             features: (B, N, in_channels) extra per-point inputs (e.g. normals), if configured.
+            lengths: (B,) int64 real points per cloud of a padded batch (None: all N): cloud b
+                gives the logits it gives alone (docs/models.md#ragged-batches).
             return_features: also return every block's output for the viewer.
 
         Returns:
@@ -135,15 +146,20 @@ class CentroidTransformer(nn.Module):
             neighbour indices used by its attention (None for full attention) and, for
             centroid blocks, ``init_idx`` (B, M) the inputs its centroids started from.
         """
+        pos, features, lengths, _ = model_inputs(pos, features=features, lengths=lengths,
+                                                 channels=self.cfg.in_channels)
         V.check_cloud("pos", pos, squares=True)
         if self.cfg.in_channels:
             V.check_features("features", features, pos, channels=self.cfg.in_channels)
-        x = self.embed_points(pos, features if self.cfg.in_channels else None)
-        blocks = self.blocks(x, pos)[2]["blocks"]
+        lengths = model_lengths(lengths, pos)
+        mask = point_mask(lengths, pos.shape[1])
+        x = self.embed_points(pos, features if self.cfg.in_channels else None, lengths)
+        blocks = self.blocks(x, pos, lengths=lengths)[2]["blocks"]
         fused = torch.cat([b["features"] if b["pos"] is pos else
-                           nearest_upsample(b["features"], b["pos"], pos) for b in blocks], -1)
-        f = self.fuse(fused)  # (B, N, fuse_dim)
-        out = {"logits": self.head(torch.cat([max_over(f, 1), f.mean(1)], -1))}
+                           nearest_upsample(b["features"], b["pos"], pos, x_lengths=b.get("lengths"))
+                           for b in blocks], -1)
+        f = run_masked(self.fuse, fused, mask)  # (B, N, fuse_dim)
+        out = {"logits": self.head(torch.cat([masked_max(f, mask), masked_mean(f, mask)], -1))}
         if return_features:
             out["blocks"] = blocks
         return out

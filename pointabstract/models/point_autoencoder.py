@@ -27,7 +27,9 @@ import torch
 from torch import nn
 
 from .. import _validate as V
-from ..nn.mlp import PointBatchNorm
+from ..interop.model_input import model_inputs
+from ..nn.mlp import PointBatchNorm, run_masked
+from ..nn.ragged import masked_max, model_lengths, point_mask
 from .spec import ModelSpec
 
 __all__ = ["SPECS", "PointAutoencoder", "PointAutoencoderConfig"]
@@ -88,10 +90,15 @@ class PointAutoencoder(nn.Module):
             self.fold1 = _layers((z + 2, *cfg.decoder_dims, 3), last_plain=True)
             self.fold2 = _layers((z + 3, *cfg.decoder_dims, 3), last_plain=True)
 
-    def encode(self, pos: torch.Tensor) -> torch.Tensor:
-        """pos (B, N, 3) -> code (B, Z): the per-point MLP max-pooled over the points."""
+    def encode(self, pos: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """pos (B, N, 3) -> code (B, Z): the per-point MLP max-pooled over the points
+        (``lengths`` (B,): the real points of each cloud; padding enters neither the pooling nor
+        BatchNorm statistics)."""
         V.check_cloud("pos", pos, min_points=1, squares=True)  # the same refusal as every model
-        return self.encoder(pos).max(1).values
+        mask = point_mask(model_lengths(lengths, pos), pos.shape[1])
+        if mask is None:
+            return self.encoder(pos).max(1).values
+        return masked_max(run_masked(self.encoder, pos, mask), mask)
 
     def decode(self, code: torch.Tensor) -> torch.Tensor:
         """code (B, Z) -> points (B, N_out, 3)."""
@@ -103,12 +110,15 @@ class PointAutoencoder(nn.Module):
         first = self.fold1(torch.cat([c, grid], -1))  # (B, N_out, 3)
         return self.fold2(torch.cat([c, first], -1))
 
-    def forward(self, pos: torch.Tensor, *, return_features: bool = False,
-                noise_seed: torch.Tensor | None = None) -> dict:
-        """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "code": (B, Z)}``. ``noise_seed`` is
+    def forward(self, pos: torch.Tensor, *, lengths: torch.Tensor | None = None,
+                return_features: bool = False, noise_seed: torch.Tensor | None = None) -> dict:
+        """pos: (B, N, 3) -> ``{"points": (B, N_out, 3), "code": (B, Z)}``. ``lengths`` (B,)
+        int64: real points per cloud of a padded batch (None: all N); ``pos`` may also be a PyG
+        ``Data`` / ``Batch`` (docs/pyg.md). ``noise_seed`` is
         accepted for the reconstruction task's protocol and unused (nothing here is random);
         ``return_features`` changes nothing (the code is always returned)."""
-        code = self.encode(pos)
+        pos, _, lengths, _ = model_inputs(pos, lengths=lengths)
+        code = self.encode(pos, lengths)
         return {"points": self.decode(code), "code": code}
 
 

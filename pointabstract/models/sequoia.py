@@ -27,11 +27,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
+from ..interop.model_input import model_inputs
 from ..nn.blocks import BlockStack, PostBlock, SABlock, SequoiaBlock, TreeContext
 from ..nn.context_pool import ContextPoolOptions, context_pool_from_config
 from ..nn.mlp import MLP
+from ..nn.ragged import masked_max, masked_mean, model_lengths, point_mask
 from ..nn.sequoia_attention import MODES
-from ..ops import build_tree, max_over
+from ..ops import build_tree
 from .spec import ModelSpec
 
 __all__ = ["SPECS", "SequoiaBackbone", "SequoiaBackboneConfig", "SequoiaClassifier", "SequoiaClsConfig",
@@ -103,13 +105,21 @@ class SequoiaBackbone(nn.Module):
         self.blocks = BlockStack(blocks, post=lambda i, block: context_pool_from_config(cfg, block.dim_out))
         self.norm = nn.LayerNorm(cfg.dim)
 
-    def forward(self, pos: torch.Tensor, features: torch.Tensor | None):
+    def forward(self, pos: torch.Tensor, features: torch.Tensor | None,
+                lengths: torch.Tensor | None = None):
         """pos: (B, N, 3), features: (B, N, in_channels) or None ->
-        (list of (B, N, C) per layer, the last one normalised; the tree or None)."""
+        (list of (B, N, C) per layer, the last one normalised; the tree or None).
+
+        ``lengths`` (B,) int64, real points per cloud: a padded batch runs cloud by cloud (each
+        its own tree, over its own points; nothing here mixes clouds, LayerNorm only), the outputs
+        padded with zeros, and the tree is then a list of one PointTree per cloud."""
         if self.cfg.in_channels:
             V.check_features("features", features, pos, channels=self.cfg.in_channels)
         elif features is not None:
             raise ValueError(f"features given but the model has in_channels=0, got {tuple(features.shape)}")
+        lengths = model_lengths(lengths, pos)
+        if lengths is not None:
+            return self._per_cloud(pos, features, lengths)
         x = self.embed(pos if features is None else torch.cat([pos, features], -1))
         ctx, tree = (), None
         if self.cfg.attention == "sequoia":
@@ -120,6 +130,15 @@ class SequoiaBackbone(nn.Module):
         outs = [block["features"] for block in info["blocks"]]
         outs[-1] = self.norm(outs[-1])
         return outs, tree
+
+    def _per_cloud(self, pos, features, lengths):
+        """The forward of each cloud's real points alone, padded back to (B, N, C) per layer."""
+        runs = [self(pos[b:b + 1, :n], None if features is None else features[b:b + 1, :n])
+                for b, n in enumerate(lengths.tolist())]
+        pad = pos.shape[1]
+        outs = [torch.cat([F.pad(run[0][i], (0, 0, 0, pad - run[0][i].shape[1])) for run in runs])
+                for i in range(len(runs[0][0]))]
+        return outs, [run[1] for run in runs] if runs[0][1] is not None else None
 
 
 def _features_out(outs, pos, tree) -> dict:
@@ -136,13 +155,17 @@ class SequoiaSegmenter(nn.Module):
         # Linear -> LayerNorm -> ReLU -> Linear (the official code's head)
         self.head = MLP([cfg.dim + cfg.num_categories, cfg.head_dim, cfg.num_parts], norm="layer", act="relu")
 
-    def forward(self, pos: torch.Tensor, category: torch.Tensor, *, features: torch.Tensor | None = None,
-                return_features: bool = False) -> dict:
+    def forward(self, pos: torch.Tensor, category: torch.Tensor | None = None, *,
+                features: torch.Tensor | None = None,
+                lengths: torch.Tensor | None = None, return_features: bool = False) -> dict:
         """Per-point part logits.
 
         Args:
-            pos: (B, N, 3) point coordinates.
+            pos: (B, N, 3) point coordinates, or a PyG ``Data`` / ``Batch`` (docs/pyg.md; its
+                ``category`` is used when ``category`` is None).
             category: (B,) int64 object category ids in [0, num_categories).
+            lengths: (B,) int64 real points per cloud of a padded batch (None: all N); the
+                logits of padded rows are not predictions.
             features: (B, N, in_channels) extra inputs (e.g. normals), when configured.
             return_features: also return ``blocks`` (one ``{"features": (B, N, C), "pos":
                 (B, N, 3)}`` per layer) and ``tree`` (the PointTree; None for softmax).
@@ -150,9 +173,12 @@ class SequoiaSegmenter(nn.Module):
         Returns:
             ``{"logits": (B, N, num_parts)}`` (unrestricted: the task masks other categories).
         """
+        pos, features, lengths, given = model_inputs(pos, features=features, lengths=lengths,
+                                                     channels=self.cfg.in_channels)
+        category = given if category is None else category
         V.check_cloud("pos", pos, squares=True)
         V.check_ids("category", category, (pos.shape[0],), "(B,)", high=self.cfg.num_categories)
-        outs, tree = self.backbone(pos, features)
+        outs, tree = self.backbone(pos, features, lengths)
         onehot = F.one_hot(category, self.cfg.num_categories).to(outs[-1].dtype)  # (B, 16)
         x = torch.cat([outs[-1], onehot.unsqueeze(1).expand(-1, pos.shape[1], -1)], -1)
         out = {"logits": self.head(x)}
@@ -171,20 +197,24 @@ class SequoiaClassifier(nn.Module):
         self.head = MLP([2 * cfg.dim, *cfg.head_dims, cfg.num_classes], norm="layer", dropout=cfg.dropout)
 
     def forward(self, pos: torch.Tensor, *, features: torch.Tensor | None = None,
-                return_features: bool = False) -> dict:
+                lengths: torch.Tensor | None = None, return_features: bool = False) -> dict:
         """Class logits.
 
         Args:
-            pos: (B, N, 3) point coordinates.
+            pos: (B, N, 3) point coordinates, or a PyG ``Data`` / ``Batch`` (docs/pyg.md).
+            lengths: (B,) int64 real points per cloud of a padded batch (None: all N).
             features: (B, N, in_channels) extra inputs (e.g. normals), when configured.
             return_features: also return ``blocks`` and ``tree`` as the segmenter does.
 
         Returns:
             ``{"logits": (B, num_classes)}``.
         """
+        pos, features, lengths, _ = model_inputs(pos, features=features, lengths=lengths,
+                                                 channels=self.cfg.in_channels)
         V.check_cloud("pos", pos, squares=True)
-        outs, tree = self.backbone(pos, features)
-        out = {"logits": self.head(torch.cat([max_over(outs[-1], 1), outs[-1].mean(1)], -1))}
+        outs, tree = self.backbone(pos, features, lengths)
+        mask = point_mask(model_lengths(lengths, pos), pos.shape[1])
+        out = {"logits": self.head(torch.cat([masked_max(outs[-1], mask), masked_mean(outs[-1], mask)], -1))}
         if return_features:
             out.update(_features_out(outs, pos, tree))
         return out

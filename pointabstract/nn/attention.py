@@ -12,6 +12,7 @@ from torch import nn
 
 from .. import _validate as V
 from ..ops import gather_points, knn
+from .ragged import all_index
 
 __all__ = ["NORMALIZE", "MultiHeadSelfAttention", "attend", "attend_naive"]
 
@@ -268,15 +269,18 @@ class MultiHeadSelfAttention(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
 
-    def neighbours(self, x: torch.Tensor, pos: torch.Tensor | None) -> torch.Tensor | None:
-        """(B, N, K) neighbour indices of every point, or None for full attention."""
+    def neighbours(self, x: torch.Tensor, pos: torch.Tensor | None,
+                   lengths: torch.Tensor | None = None) -> torch.Tensor | None:
+        """(B, N, K) neighbour indices of every point, or None for full attention. With
+        ``lengths`` (B,) (a padded batch) only real points are neighbours (-1 fills a cloud with
+        fewer than K), and full attention becomes the (B, N, N) index of the real points."""
         if self.k is None:
-            return None
+            return None if lengths is None else all_index(lengths, lengths, x.shape[1], x.shape[1])
         space = x if self.knn_space == "feature" else pos
         if space is None:
             raise ValueError("pos is required when knn_space='xyz'")
         space = space.detach()
-        return knn(space, space, min(self.k, x.shape[1]))[1]
+        return knn(space, space, min(self.k, x.shape[1]), ref_lengths=lengths)[1]
 
     def attend(self, x: torch.Tensor, idx: torch.Tensor | None, *,
                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -32,7 +32,8 @@ from ..ops.tree import PointTree
 from ..ops.tree_tables import TreeTables
 from .attention import MultiHeadSelfAttention
 from .centroid_attention import CentroidAttention
-from .mlp import FeedForward, make_norm
+from .mlp import FeedForward, make_norm, run_masked
+from .ragged import point_mask
 from .sequoia_attention import SequoiaAttention
 
 __all__ = ["BlockStack", "CABlock", "PostBlock", "SABlock", "SequoiaBlock", "TreeContext"]
@@ -62,13 +63,15 @@ class SABlock(nn.Module):
         self.attn = MultiHeadSelfAttention(dim, heads=heads, k=k, knn_space=knn_space)
         self.mlp = FeedForward(dim, hidden=int(dim * mlp_ratio), norm=norm, act=act)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor):
-        """x: (B, N, C), pos: (B, N, 3) -> (B, N, C'), pos, {"idx": (B, N, K) or None}."""
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, lengths: torch.Tensor | None = None):
+        """x: (B, N, C), pos: (B, N, 3) -> (B, N, C'), pos, {"idx": (B, N, K) or None}.
+        ``lengths`` (B,): real points per cloud; padding is no neighbour and no key."""
+        mask = point_mask(lengths, x.shape[1])
         x = self.proj(x)
-        h = self.norm(x)
-        idx = self.attn.neighbours(h, pos)
+        h = run_masked([self.norm], x, mask)
+        idx = self.attn.neighbours(h, pos, lengths)
         out, _ = self.attn.attend(h, idx)
-        return self.mlp(x + out), pos, {"idx": idx}
+        return self.mlp(x + out, mask), pos, {"idx": idx}
 
 
 class CABlock(nn.Module):
@@ -80,11 +83,13 @@ class CABlock(nn.Module):
         self.dim_out = dim
         self.attn = CentroidAttention(dim_in, dim, **kwargs)
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor):
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, lengths: torch.Tensor | None = None):
         """x: (B, N, C), pos: (B, N, 3) -> u (B, M, C'), pos_u (B, M, 3),
-        {"idx": (B, M, K) or None, "init_idx": (B, M) or None} (see CentroidAttention)."""
-        u, pos_u, details = self.attn(x, pos, return_details=True)
-        return u, pos_u, {"idx": details["idx"], "init_idx": details["init_idx"]}
+        {"idx": (B, M, K) or None, "init_idx": (B, M) or None} (see CentroidAttention); with
+        ``lengths`` (B,) also ``"lengths"``: the real centroids of each cloud."""
+        u, pos_u, details = self.attn(x, pos, lengths=lengths, return_details=True)
+        info = {"idx": details["idx"], "init_idx": details["init_idx"]}
+        return u, pos_u, info if lengths is None else {**info, "lengths": details["lengths"]}
 
 
 @dataclass
@@ -136,7 +141,10 @@ class PostBlock(nn.Module):
         self.dim_out = block.dim_out
         self.block, self.post = block, post
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, *ctx):
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *ctx, **lengths):
+        if lengths.get("lengths") is not None:  # a ContextPool's neighbourhoods know no padding
+            raise ValueError("a post-module (ContextPool) does not take padded clouds: pass clouds of "
+                             "one size (lengths=None), or a model without context_pool")
         x, pos, info = self.block(x, pos, *ctx)
         out = self.post(x, pos)
         if not isinstance(out, torch.Tensor) or out.shape != x.shape:
@@ -174,17 +182,20 @@ class BlockStack(nn.ModuleList):
         super().__init__(blocks)
         self.dim_out = blocks[-1].dim_out
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, *ctx):
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *ctx, lengths: torch.Tensor | None = None):
         """x: (B, N, C), pos: (B, N, 3) -> x' (B, M, C'), pos' (B, M, 3) of the last block and
         ``{"blocks": [...]}``: per block ``{"features": x_i (B, M_i, C_i), "pos": (B, M_i, 3),
-        **info_i}``."""
+        **info_i}``. ``lengths`` (B,) (a padded batch, model-checked) goes to every block, and
+        a block that changes the points hands on its own ``info["lengths"]`` (B,)."""
         # shapes only: the model has checked its input's values
         V.check_cloud("pos", pos, allow_empty=True, finite=False)
         V.check_features("x", x, pos, finite=False)
         outputs = []
         for block in self:
-            x, pos, info = block(x, pos, *ctx)
-            outputs.append({"features": x, "pos": pos, **info})
+            x, pos, info = block(x, pos, *ctx) if lengths is None else block(x, pos, *ctx, lengths=lengths)
+            lengths = info.get("lengths", lengths)
+            extra = {} if lengths is None else {"lengths": lengths}
+            outputs.append({"features": x, "pos": pos, **info, **extra})
         return x, pos, {"blocks": outputs}
 
 

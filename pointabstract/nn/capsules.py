@@ -27,7 +27,8 @@ from torch import nn
 
 from .. import _validate as V
 from ..ops._dist import take_rows
-from .mlp import PointBatchNorm
+from .mlp import PointBatchNorm, run_masked
+from .ragged import point_mask
 
 __all__ = ["PrimaryPointCapsules", "primary_capsules_naive", "squash"]
 
@@ -105,28 +106,34 @@ class PrimaryPointCapsules(nn.Module):
         self.running_var.fill_(1.0)
         self._batches = 0
 
-    def forward(self, pos: torch.Tensor) -> torch.Tensor:
-        """pos: (B, N, 3) -> squashed primary capsules u: (B, P, D)."""
+    def forward(self, pos: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """pos: (B, N, 3) -> squashed primary capsules u: (B, P, D). ``lengths`` (B,) int64:
+        the real points of each cloud (None: all); padding is never pooled nor counted in the
+        BatchNorm statistics."""
         V.check_cloud("pos", pos)
-        h = self.mlp(pos)  # (B, N, C)
-        idx = self._pool_points(h)  # (B, D, P) point of each branch channel's max-pool
+        mask = point_mask(lengths, pos.shape[1])
+        h = run_masked(self.mlp, pos, mask)  # (B, N, C)
+        idx = self._pool_points(h, mask)  # (B, D, P) point of each branch channel's max-pool
         rows = take_rows(h, idx)  # (B, D, P, C): h at those points
         z = (rows * self.weight).sum(-1) + self.bias  # (B, D, P) pre-norm activation there
-        mean, var = self._stats(h)
+        mean, var = self._stats(h if mask is None else h[mask])
         out = (z - mean) * torch.rsqrt(var + self.bn_eps) * self.bn_weight + self.bn_bias
         if self.pooled_norm is not None:
             out = self.pooled_norm(out.flatten(1)).view(out.shape)  # (B, D, P), over the batch
         return squash(out.permute(0, 2, 1))  # (B, P, D)
 
     @torch.no_grad()
-    def _pool_points(self, h: torch.Tensor) -> torch.Tensor:
-        """(B, D, P) index of the point where each branch channel's BatchNorm output peaks."""
+    def _pool_points(self, h: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, D, P) index of the point where each branch channel's BatchNorm output peaks
+        (among the real points: mask (B, N))."""
         sign = torch.where(self.bn_weight >= 0, 1.0, -1.0).to(h.dtype)  # (D, P)
         out = []
         for d0 in range(0, self.caps_dim, self.chunk):
             w = self.weight[d0:d0 + self.chunk] * sign[d0:d0 + self.chunk, :, None]  # (d, P, C)
             # (d P, C) @ (B, C, N): N contiguous, so the argmax reads rows, not strided columns
             z = torch.matmul(w.reshape(-1, w.shape[-1]), h.transpose(1, 2))  # (B, d P, N): one chunk
+            if mask is not None:
+                z = z.masked_fill(~mask.unsqueeze(1), -torch.inf)
             out.append(z.view(h.shape[0], w.shape[0], w.shape[1], -1).max(-1).indices)  # argmax, faster
         return torch.cat(out, 1)
 
@@ -144,7 +151,7 @@ class PrimaryPointCapsules(nn.Module):
         training mode, updating the running ones; running statistics in eval mode)."""
         if not self.training:
             return self.running_mean, self.running_var
-        mean_h, cov, count = self.batch_moments(h.reshape(-1, h.shape[-1]))
+        mean_h, cov, count = self.batch_moments(h.reshape(-1, h.shape[-1]))  # h: (B, N, C) or (V, C)
         mean = self.weight @ mean_h + self.bias  # (D, P)
         var = ((self.weight @ cov) * self.weight).sum(-1)  # (D, P) diag(W cov W^T)
         with torch.no_grad():

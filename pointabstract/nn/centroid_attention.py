@@ -12,12 +12,14 @@ special case); with ``normalize="centroids"`` it is softmax-over-queries attenti
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
 from ..ops import farthest_point_sample, gather_points, kmeans_sample, knn, random_sample
 from .attention import NORMALIZE, attend
-from .mlp import FeedForward, make_norm
+from .mlp import FeedForward, make_norm, run_masked
+from .ragged import all_index, pad_rows, point_mask
 
 __all__ = ["INITS", "UPDATES", "CentroidAttention", "farthest_from_centroid"]
 
@@ -156,36 +158,66 @@ class CentroidAttention(nn.Module):
         # matters to knn_space="xyz", and capsules have no positions)
         return torch.einsum("mn,bnc->bmc", w, x), torch.einsum("mn,bnc->bmc", w, pos), None
 
-    def neighbours(self, u: torch.Tensor, x: torch.Tensor, pos_u, pos) -> torch.Tensor | None:
-        """(B, M, K) inputs each centroid attends to (None: all)."""
+    def neighbours(self, u: torch.Tensor, x: torch.Tensor, pos_u, pos,
+                   lengths=None, u_lengths=None) -> torch.Tensor | None:
+        """(B, M, K) inputs each centroid attends to (None: all). In a padded batch (``lengths``
+        (B,) real inputs, ``u_lengths`` (B,) real centroids) padded inputs are never neighbours
+        (-1) and padded centroids have none."""
         if self.k is None:
-            return None
+            return None if lengths is None else all_index(u_lengths, lengths, u.shape[1], x.shape[1])
         k = min(self.k, x.shape[1])
         if self.knn_space == "xyz":
-            return knn(pos_u.detach(), pos.detach(), k)[1]
-        return knn(u.detach(), x.detach(), k)[1]
+            return knn(pos_u.detach(), pos.detach(), k, query_lengths=u_lengths, ref_lengths=lengths)[1]
+        return knn(u.detach(), x.detach(), k, query_lengths=u_lengths, ref_lengths=lengths)[1]
 
-    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, return_details: bool = False):
+    def initialise_ragged(self, x: torch.Tensor, pos: torch.Tensor, lengths: torch.Tensor):
+        """:meth:`initialise` of each cloud's real inputs alone (``lengths`` (B,)), padded:
+        u^0 (B, M, C'), pos_u (B, M, 3) (0 at padding), the chosen inputs (B, M) (-1 at padding;
+        None for kmeans) and the real centroids per cloud (B,), M their maximum."""
+        if self.init in _LEARNED_INITS:
+            raise ValueError(f"init={self.init!r} was built for a fixed N: it takes no padded clouds "
+                             "(lengths); pass clouds of one size")
+        counts = [self.centroid_count(n) for n in lengths.tolist()]
+        m = max(counts)
+        runs = [self.initialise(x[b:b + 1, :n], pos[b:b + 1, :n], c)
+                for b, (n, c) in enumerate(zip(lengths.tolist(), counts))]
+        u, pos_u = (torch.cat([F.pad(r[i], (0, 0, 0, m - r[i].shape[1])) for r in runs]) for i in (0, 1))
+        idx = None if runs[0][2] is None else torch.cat([F.pad(r[2], (0, m - r[2].shape[1]), value=-1)
+                                                          for r in runs])
+        return u, pos_u, idx, torch.tensor(counts, device=lengths.device)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor, *, lengths: torch.Tensor | None = None,
+                return_details: bool = False):
         """x: (B, N, C), pos: (B, N, 3) -> u (B, M, C'), pos_u (B, M, 3) [, details].
 
+        ``lengths`` (B,) int64: real inputs per cloud of a padded batch (None: all N). Cloud b
+        then gets ``M_b = centroid_count(lengths[b])`` centroids, initialised from its real
+        inputs alone, attending to real inputs only; M = max M_b, padded centroid rows are 0.
+
         ``details``: ``init_idx`` (B, M) inputs chosen by the initialisation (None for kmeans /
-        linear), ``idx`` (B, M, K) neighbours used in the last step, ``weights`` (B, M, K, H).
+        linear), ``idx`` (B, M, K) neighbours used in the last step, ``weights`` (B, M, K, H),
+        and ``lengths`` (B,) the real centroids per cloud (None without ``lengths``).
         """
         batch, n, _ = x.shape
         x = self.proj_in(x)
-        u, pos_u, init_idx = self.initialise(x, pos, self.centroid_count(n))
+        u_lengths = mask_x = mask_u = None
+        if lengths is None:
+            u, pos_u, init_idx = self.initialise(x, pos, self.centroid_count(n))
+        else:
+            u, pos_u, init_idx, u_lengths = self.initialise_ragged(x, pos, lengths)
+            mask_x, mask_u = point_mask(lengths, n), point_mask(u_lengths, u.shape[1])
         idx, weights = None, None
         if self.iters:
-            kv = self.kv(self.norm_x(x))  # (B, N, 2 C'): keys, then values
+            kv = self.kv(run_masked([self.norm_x], x, mask_x))  # (B, N, 2 C'): keys, then values
         for _ in range(self.iters):
-            idx = self.neighbours(u, x, pos_u, pos)
-            q = self.q(self.norm_u(u)).view(batch, u.shape[1], self.heads, -1)
+            idx = self.neighbours(u, x, pos_u, pos, lengths, u_lengths)
+            q = self.q(run_masked([self.norm_u], u, mask_u)).view(batch, u.shape[1], self.heads, -1)
             mean = self.update == "mean"
             upd, weights = attend(q, kv, idx, normalize=self.normalize, need_weights=return_details or mean)
             if mean:  # (B, M, H, D) / (B, M, H, 1): each centroid's weighted mean of the values
                 upd = upd / weights.sum(2).clamp(min=1e-6).unsqueeze(-1)
             u = u + self.out(upd.reshape(batch, u.shape[1], -1)) / self.iters
-        u = self.mlp(u)
+        u = pad_rows(self.mlp(u, mask_u), mask_u)
         if return_details:
-            return u, pos_u, {"init_idx": init_idx, "idx": idx, "weights": weights}
+            return u, pos_u, {"init_idx": init_idx, "idx": idx, "weights": weights, "lengths": u_lengths}
         return u, pos_u

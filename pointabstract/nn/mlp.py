@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as V
 
-__all__ = ["ACTIVATIONS", "MLP", "FeedForward", "PointBatchNorm", "make_activation", "make_norm"]
+__all__ = ["ACTIVATIONS", "MLP", "FeedForward", "PointBatchNorm", "make_activation", "make_norm",
+           "run_masked"]
 
 # the activations the package's MLPs use, by name: LeakyReLU(0.2) (Centroid Transformers and the
 # capsule networks), GELU (Sequoia's layers) and ReLU (Sequoia's segmentation head)
@@ -18,9 +20,19 @@ class PointBatchNorm(nn.BatchNorm1d):
     """BatchNorm over the channel (last) dimension of (..., C) tensors: every point of every
     cloud in the batch is one sample of the per-channel statistics. A single sample in
     training mode (a batch of one cloud at the classification head) is normalised with the
-    running statistics instead of failing."""
+    running statistics instead of failing.
 
-    def forward(self, x):
+    ``mask`` (x.shape[:-1] bool, True at real points) keeps padding out of the batch
+    statistics in training mode: they are those of the real rows alone (the running ones are
+    updated from them as for an unpadded batch); padded rows come out as 0. In evaluation mode
+    every row is normalised alone, so the mask changes nothing there.
+    """
+
+    def forward(self, x, mask=None):
+        if mask is not None and self.training and not bool(mask.all()):
+            out = torch.zeros_like(x)
+            out[mask] = self.forward(x[mask])  # (V, C): the real rows only
+            return out
         flat = x.reshape(-1, x.shape[-1])
         if self.training and flat.shape[0] == 1:
             out = F.batch_norm(flat, self.running_mean, self.running_var, self.weight, self.bias,
@@ -28,6 +40,15 @@ class PointBatchNorm(nn.BatchNorm1d):
         else:
             out = super().forward(flat)
         return out.view(x.shape)
+
+
+def run_masked(layers, x, mask=None):
+    """``layers`` (an iterable of modules) applied in order to ``x`` (..., C), ``mask``
+    (x.shape[:-1] bool, True at real points) passed to every :class:`PointBatchNorm`, so padded
+    rows stay out of batch statistics (see there)."""
+    for layer in layers:
+        x = layer(x, mask=mask) if isinstance(layer, (PointBatchNorm, MLP)) else layer(x)
+    return x
 
 
 def make_norm(kind: str | None, dim: int) -> nn.Module:
@@ -76,6 +97,10 @@ class MLP(nn.Sequential):
                     layers.append(nn.Dropout(dropout))
         super().__init__(*layers)
 
+    def forward(self, x, mask=None):
+        """x: (..., C_in) -> (..., C_out); ``mask`` (x.shape[:-1] bool): see :func:`run_masked`."""
+        return run_masked(self, x, mask)
+
 
 class FeedForward(nn.Module):
     """The pre-norm transformer MLP sub-block with its residual: ``x + W2 act(W1 norm(x))``.
@@ -97,6 +122,6 @@ class FeedForward(nn.Module):
         self.norm = make_norm(norm, dim)
         self.net = MLP([dim, 2 * dim if hidden is None else hidden, dim], act=act)
 
-    def forward(self, x):
-        """x: (B, N, C) -> (B, N, C)."""
-        return x + self.net(self.norm(x))
+    def forward(self, x, mask=None):
+        """x: (B, N, C) -> (B, N, C); ``mask`` (B, N) bool: see :func:`run_masked`."""
+        return x + self.net(run_masked([self.norm], x, mask))

@@ -1,4 +1,4 @@
-"""Prepared inputs stacked into model batches (all of N points, so no padding is needed)."""
+"""Prepared inputs stacked into model batches (padded with ``lengths`` when their sizes differ)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,24 @@ def batches(prepared: list[Prepared], size: int) -> Iterator[tuple[int, list[Pre
 
 
 def stacked(samples: list[dict], device: torch.device) -> dict:
-    """A list of ``{"pos": (N, 3), "normal"?: (N, 3)}`` numpy samples as one batch of tensors
-    ``{"pos": (B, N, 3), "normal"?: (B, N, 3)}`` on ``device``, float32."""
+    """A list of ``{"pos": (N_b, 3), "normal"?: (N_b, 3)}`` numpy samples as one batch of tensors
+    ``{"pos": (B, N, 3), "normal"?: (B, N, 3)}`` on ``device``, float32, N = max N_b; clouds of
+    different sizes (a model of every stored point) are zero-padded and the batch gets
+    ``lengths`` (B,), which the model reads (docs/models.md#ragged-batches)."""
+    n = max(len(s["pos"]) for s in samples)
+
     def stack(key: str) -> torch.Tensor:
-        return torch.from_numpy(np.stack([s[key] for s in samples]).astype(np.float32)).to(device)
+        out = np.zeros((len(samples), n, 3), np.float32)
+        for b, s in enumerate(samples):
+            out[b, :len(s[key])] = s[key]
+        return torch.from_numpy(out).to(device)
 
     batch = {"pos": stack("pos")}
     if samples and all(s.get("normal") is not None for s in samples):
         batch["normal"] = stack("normal")
+    sizes = [len(s["pos"]) for s in samples]
+    if len(set(sizes)) > 1:
+        batch["lengths"] = torch.tensor(sizes, dtype=torch.int64, device=device)
     return batch
 
 

@@ -44,7 +44,8 @@ class Predictor:
 
     Attributes:
         task: ``"classification"``, ``"reconstruction"`` or ``"part_segmentation"``.
-        num_points: N, the points the model sees per input (the run's ``data.num_points``).
+        num_points: N, the points the model sees per input (the run's ``data.num_points``); None
+            for a run trained with ``data.num_points=all``: every input at its own size.
         min_points: the fewest points an input cloud may have (:func:`.prepare.minimum_points`).
         class_names: classification: the run's classes (logit order); else [].
         categories: part segmentation: the ShapeNetPart categories it was trained on; else [].
@@ -56,7 +57,8 @@ class Predictor:
     def __init__(self, trained: Trained, *, batch_size: int | None = None):
         self.trained = trained
         self.task = trained.config.task
-        self.num_points = int(trained.config.data.num_points)
+        n = trained.config.data.num_points
+        self.num_points = None if n == "all" else int(n)
         self.min_points = minimum_points(self.num_points)
         self.class_names = list(trained.names) if self.task == "classification" else []
         self.categories = list(trained.names) if self.task == "part_segmentation" else []

@@ -87,10 +87,14 @@ class Prepared:
         return (turned @ self.rotation).astype(self.seen.dtype)
 
 
-def minimum_points(num_points: int) -> int:
+MESH_POINTS = 2048  # points sampled on a mesh for a model of every stored point (folder's points_per_shape)
+
+
+def minimum_points(num_points: int | None) -> int:
     """The fewest points a cloud may have for a model of N points: a quarter of N (at least 1);
-    below it, repeating points would make up most of what the model sees."""
-    return max(1, num_points // 4)
+    below it, repeating points would make up most of what the model sees. 1 for None (a model
+    trained on every stored point sees each input at its own size)."""
+    return 1 if num_points is None else max(1, num_points // 4)
 
 
 def prepare(cloud: Cloud, *, num_points: int, use_normals: bool, transform, seed: int,
@@ -144,9 +148,13 @@ def check_model_input(name: str, pos: np.ndarray, *, normalized: bool) -> np.nda
     return np.ascontiguousarray(pos, dtype=np.float32)
 
 
-def _pick(cloud: Cloud, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-    """The N points (and normals) the model sees, in the input's coordinates, and what was done."""
+def _pick(cloud: Cloud, n: int | None, seed: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    """The N points (and normals) the model sees, in the input's coordinates, and what was done
+    (N None: every point of a cloud; a mesh gets the points data.dataset=folder caches of one)."""
     rng = np.random.default_rng(seed)
+    if n is None and not cloud.is_mesh:
+        n = len(cloud.points)
+    n = MESH_POINTS if n is None else n
     if cloud.is_mesh:
         from ..data.files import sample_shape
 

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..data import SHAPENET_PART
+from ..engine.tasks.base import lengths_arg
 from ..engine.tasks.part_segmentation import restrict_to_category
 from ..ops import knn
 from .batches import batches, sample_of, stacked
@@ -33,8 +34,8 @@ def segment(trained, prepared: list[Prepared], categories: list[int], *, votes: 
     for first, chunk in batches(prepared, batch_size):
         category = torch.tensor(categories[first:first + len(chunk)], dtype=torch.int64)
         pred = _labels(trained, chunk, category, votes, gen)  # (B, N)
-        for p, c, labels in zip(chunk, category.tolist(), pred):
-            out.append(_result(p, SHAPENET_PART[c], labels.numpy(), votes))
+        for p, c, labels in zip(chunk, category.tolist(), pred):  # a padded batch: the cloud's own rows
+            out.append(_result(p, SHAPENET_PART[c], labels[:len(p.pos)].numpy(), votes))
     return out
 
 
@@ -46,7 +47,7 @@ def _labels(trained, chunk: list[Prepared], category: torch.Tensor, votes: int, 
     probs = 0
     for v in range(max(1, votes)):
         seen = pos if v == 0 else trained.task._vote(pos, gen)
-        logits = trained.model(seen, cat, features=features)["logits"]
+        logits = trained.model(seen, cat, features=features, **lengths_arg(batch, trained.device))["logits"]
         probs = probs + restrict_to_category(logits.float(), cat).softmax(-1)
     return probs.argmax(-1).cpu()
 

@@ -16,7 +16,7 @@ import torch
 from ... import _validate as V
 
 __all__ = ["MissingDatasetError", "Task", "check_dataset", "check_same_labels", "check_settings_type",
-           "missing_dataset", "missing_dataset_hint"]
+           "dataset_points", "lengths_arg", "missing_dataset", "missing_dataset_hint"]
 
 # where `data synth` writes by default; a hint may suggest generating there, never into a user's root
 _GENERATED = {"datasets/synthetic": "", "datasets/synthetic-hard": " --level hard"}
@@ -24,6 +24,19 @@ _GENERATED = {"datasets/synthetic": "", "datasets/synthetic-hard": " --level har
 
 class MissingDatasetError(FileNotFoundError):
     """The configured dataset root holds no layout the task's loaders know."""
+
+
+def dataset_points(data) -> int | None:
+    """The ``num_points`` a dataset is built with from ``data.num_points``: None (every stored
+    point, clouds of their own sizes) for ``"all"``."""
+    return None if data.num_points == "all" else data.num_points
+
+
+def lengths_arg(batch: dict, device) -> dict:
+    """``{"lengths": (B,) int64 on device}`` for a padded (ragged) batch, ``{}`` for a full one:
+    the keyword a task passes on to the model (docs/models.md#ragged-batches)."""
+    lengths = batch.get("lengths")
+    return {} if lengths is None else {"lengths": lengths.to(device, non_blocking=True)}
 
 
 def missing_dataset_hint(root: str | Path) -> str:

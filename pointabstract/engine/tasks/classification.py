@@ -13,7 +13,14 @@ import torch.nn.functional as F
 from ... import _validate as V
 from ..metrics import ConfusionMatrix
 from ..plots import plot_confusion
-from .base import check_dataset, check_same_labels, check_settings_type, missing_dataset
+from .base import (
+    check_dataset,
+    check_same_labels,
+    check_settings_type,
+    dataset_points,
+    lengths_arg,
+    missing_dataset,
+)
 
 __all__ = ["ClassificationSettings", "ClassificationTask"]
 
@@ -75,7 +82,7 @@ class ClassificationTask:
         folder = d.dataset == "folder"
         extra = {"test_fraction": d.test_fraction, "split_file": self.split_file} if folder else {}
         try:
-            ds = classes[d.dataset](d.root, split, num_points=d.num_points,
+            ds = classes[d.dataset](d.root, split, num_points=dataset_points(d),
                                     sampling=d.sampling if train else "first",
                                     transform=self.train_transform() if train else None,
                                     seed=self.seed, use_normals=d.use_normals, **extra)
@@ -94,7 +101,7 @@ class ClassificationTask:
         """Logits (B, classes) of one collated batch."""
         pos = batch["pos"].to(device, non_blocking=True)
         features = batch["normal"].to(device, non_blocking=True) if self.data.use_normals else None
-        return model(pos, features=features)["logits"]
+        return model(pos, features=features, **lengths_arg(batch, device))["logits"]
 
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
         logits = self.forward(model, batch, device)

@@ -15,7 +15,14 @@ from ... import _validate as V
 from ...data import NUM_PARTS, SHAPENET_PART
 from ..metrics import PartIoU, check_part_labels, restrict_to_category, shape_ious, shape_ious_naive
 from ..plots import plot_part_ious
-from .base import check_dataset, check_same_labels, check_settings_type, missing_dataset
+from .base import (
+    check_dataset,
+    check_same_labels,
+    check_settings_type,
+    dataset_points,
+    lengths_arg,
+    missing_dataset,
+)
 
 # the metric functions live in engine/metrics/; they are re-exported here, where the viewer,
 # the predictor, the benchmarks and their users first imported them
@@ -91,7 +98,7 @@ class PartSegmentationTask:
         check_dataset(self.name, self.datasets, d.dataset)
         try:
             ds = ShapeNetPart(d.root, split, categories=list(self.s.categories) or None,
-                              num_points=d.num_points, sampling=d.sampling if train else "random",
+                              num_points=dataset_points(d), sampling=d.sampling if train else "random",
                               transform=self.train_transform() if train else None, seed=self.seed,
                               use_normals=d.use_normals, layout=self.s.layout or None,
                               undersized=self.s.undersized)
@@ -115,7 +122,7 @@ class PartSegmentationTask:
         check_part_labels(batch["part"], batch["category"])
         V.check_shape("part", batch["part"], tuple(batch["pos"].shape[:2]), "(B, N) of pos", floating=False)
         pos, category, features = self._inputs(batch, device)
-        logits = model(pos, category, features=features)["logits"].float()  # (B, N, 50)
+        logits = model(pos, category, features=features, **lengths_arg(batch, device))["logits"].float()
         part = batch["part"].to(logits.device)
         loss = F.cross_entropy(logits.transpose(1, 2), part, ignore_index=-1)
         valid = part >= 0
@@ -144,7 +151,7 @@ class PartSegmentationTask:
             for v in range(max(1, votes)):
                 with autocast():
                     seen = pos if v == 0 else self._vote(pos, gen)
-                    logits = model(seen, category, features=features)["logits"]
+                    logits = model(seen, category, features=features, **lengths_arg(batch, device))["logits"]
                 probs = probs + restrict_to_category(logits.float(), category).softmax(-1)
             ious = shape_ious(probs.argmax(-1).cpu(), batch["part"], batch["category"])
             meter.update(ious, batch["category"])

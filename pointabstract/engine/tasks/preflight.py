@@ -62,6 +62,8 @@ def check_step_memory(cfg, task, *, world_size: int = 1, available: int | None =
     largest values that fit. ``available``: the free bytes (default: measured)."""
     from .step_memory import PEAK_OVER_KEPT, free_memory, probe_sizes, step_bytes
 
+    if cfg.data.num_points == "all":  # clouds of their own sizes: no one size to probe
+        return
     n, batch = int(cfg.data.num_points), max(1, int(cfg.data.batch_size) // world_size)
     free, where = free_memory(cfg, world_size) if available is None else (available, "this device")
     if free is None:

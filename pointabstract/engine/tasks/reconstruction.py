@@ -47,7 +47,7 @@ from ..metrics import (
 from ..metrics.retrieval import TEMPLATE_WARNING, depends_on_input
 from ..plots import plot_reconstructions
 from ..precise_bn import recalibrate_batchnorm
-from .base import check_dataset, check_settings_type, missing_dataset
+from .base import check_dataset, check_settings_type, lengths_arg, missing_dataset
 from .reconstruction_pool import RetrievalPool, retrieval_lines
 
 # the metric functions live in engine/metrics/; they are re-exported here, where the viewer,
@@ -160,8 +160,9 @@ class ReconstructionTask:
     def step(self, model, batch: dict, device) -> tuple[torch.Tensor, dict]:
         pos = batch["pos"].to(device, non_blocking=True)
         seeds = batch.get("noise_seed")
-        points = model(pos, noise_seed=None if seeds is None else seeds.to(device))["points"]
-        return chamfer_distance(points.float(), pos.float()), {}
+        ragged = lengths_arg(batch, device)  # padded clouds: lengths to the model and the loss
+        points = model(pos, noise_seed=None if seeds is None else seeds.to(device), **ragged)["points"]
+        return chamfer_distance(points.float(), pos.float(), y_lengths=ragged.get("lengths")), {}
 
     @torch.no_grad()
     def evaluate(self, model, loader, device, *, autocast) -> dict:
@@ -177,6 +178,9 @@ class ReconstructionTask:
         purity = PurityMeter() if self.has_parts else None
         shapes, seen = [], 0  # only the best and worst task.examples shapes are kept
         for batch in loader:
+            if "lengths" in batch:  # the scores' KNN and means would count the padding
+                raise ValueError("reconstruction evaluation takes clouds of one size (the batch has "
+                                 "lengths): set data.num_points to a number")
             pos = batch["pos"].to(device)
             with autocast():
                 out = model(pos)

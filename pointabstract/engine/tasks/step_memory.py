@@ -55,7 +55,7 @@ def step_bytes(cfg, task, *, peak: bool = False) -> tuple[float, float, int] | N
     from ...data import collate
     from ...models import build_model
 
-    if cfg.task not in TASK_KEYS:
+    if cfg.task not in TASK_KEYS or cfg.data.num_points == "all":  # "all": no one size to probe
         return None
     sizes = probe_sizes(int(cfg.data.num_points), peak=peak)
     measure = _peak_bytes if peak else _kept_bytes
