@@ -148,9 +148,12 @@ def _demo_result(rows: list[dict], opts: dict) -> dict:
     if len(rows) == 1 and "skipped" in rows[0] and rows[0]["what"] == "data synth":
         return {"status": "skipped", "summary": f"skipped: {rows[0]['skipped']}", "rows": rows,
                 "table": "", "notes": [f"skipped: {rows[0]['skipped']}"]}
-    epochs = opts.get("demo_epochs")
-    note = (f"epochs: {epochs} per stage (reduced from the presets' 5 / 2 / 2 / 1)" if epochs is not None
-            else "epochs: the presets' (demo 5, capsules 2 + 2, parts 1)")
+    from ..engine import load_config
+    from .gpu_demo import PRESETS
+
+    epochs, own = opts.get("demo_epochs"), " / ".join(str(load_config(p).optim.epochs) for p in PRESETS)
+    note = (f"epochs: {epochs} per stage (the presets': {own})" if epochs is not None
+            else f"epochs: the presets' ({', '.join(PRESETS)}: {own})")
     if opts["tiny"]:
         note = "dry-run sizes: 3 + 1 shapes per class, 64 points, 2 steps per run"
     lines = ["| command | s | result |", "|---|---:|---|"]
