@@ -42,7 +42,9 @@ def test_a_box_at_utm_coordinates_gets_the_prediction_of_the_box_at_the_origin(r
     a, b = autoencoder.predict(box), autoencoder.predict(utm)
     assert b.points.dtype == b.input_points.dtype == np.float64
     np.testing.assert_allclose(b.input_points - OFFSET, a.input_points, atol=1e-9)  # the same N points
-    np.testing.assert_allclose(b.points - OFFSET, a.points, atol=1e-6)  # float32 in the model's frame
+    # float32 in the model's frame: the two centrings may round one coordinate one float32 step apart
+    # (6e-8), which the decoder moves to at most ~1e-5; the float32 cast before centring was 0.03-0.5 m
+    np.testing.assert_allclose(b.points - OFFSET, a.points, atol=1e-5)
     assert b.chamfer == pytest.approx(a.chamfer, rel=1e-5)
     segmenter = pointabstract.load(runs["part_segmentation"])
     a, b = segmenter.predict(box, category="Airplane"), segmenter.predict(utm, category="Airplane")

@@ -112,7 +112,8 @@ def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypat
     ({"budgets": [3, 3]}, r"--budgets must be distinct, got \[3, 3\]"),
     ({"seeds": 0}, r"--seeds must be a positive int, got 0"),
     ({"variants": ["magic"]}, r"--variants \['magic'\] are not in capsules; choose from"),
-    ({"variants": ["centroid"]}, r"--variants leaves only \['centroid'\]: a comparison needs the method"),
+    ({"variants": ["centroid"], "no_control": True},
+     r"--variants leaves only \['centroid'\]: a comparison needs the method"),
 ])
 def test_bad_options_are_refused_before_any_work(tmp_path, kw, pattern):
     with pytest.raises(ValueError, match=pattern):

@@ -191,7 +191,7 @@ data:
   num_points: 256
   batch_size: 32
   workers: 2
-optim: {epochs: 5, optimizer: adamw, lr: 0.002, weight_decay: 0.01, schedule: cosine}
+optim: {epochs: 3, optimizer: adamw, lr: 0.002, weight_decay: 0.01, schedule: cosine}
 log:
   out_dir: runs/demo
 """
