@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = ["PRESETS", "demo_rows", "write_inputs"]
 
 # the Makefile's order
-PRESETS = ("demo", "capsules_demo_dr", "capsules_demo_ca", "capsules_demo_floor", "parts_demo")
+PRESETS = ("demo", "capsules_demo_dr", "capsules_demo_ca", "parts_demo")
 _TINY = {"data.num_points": 64, "data.batch_size": 4, "data.eval_batch_size": 8, "optim.max_steps": 2,
          "data.workers": 0}  # the CPU dry run: every command, a few seconds each
 _TINY_SYNTH = ["--train-per-class", "3", "--test-per-class", "1", "--num-points", "1024"]  # eval reads 1024
@@ -144,8 +144,8 @@ def _stages(work: Path, data: Path, device: str, epochs: int | None, tiny: bool)
         return " ".join(["eval", preset, *extra]), ["eval", run[preset] / "last.pt", *extra, *dev]
 
     return [train("demo"), evaluate("demo", "--neighbourhoods"),
-            train("capsules_demo_dr"), train("capsules_demo_ca"), train("capsules_demo_floor"),
-            evaluate("capsules_demo_dr"), evaluate("capsules_demo_ca"), evaluate("capsules_demo_floor"),
+            train("capsules_demo_dr"), train("capsules_demo_ca"),
+            evaluate("capsules_demo_dr"), evaluate("capsules_demo_ca"),
             ("view capsules --compare --figure",
              ["view", run["capsules_demo_dr"] / "last.pt", "--compare", run["capsules_demo_ca"] / "last.pt",
               "--figure", work / "capsules.png", *dev]),
