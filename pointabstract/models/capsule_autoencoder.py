@@ -243,7 +243,7 @@ _DEMO = {"primary_caps": 64, "primary_dim": 8, "latent_caps": 8, "latent_dim": 3
          "encoder_dims": (32, 64), "decoders": 1}
 _TINY = {"primary_caps": 16, "primary_dim": 4, "latent_caps": 4, "latent_dim": 8, "num_points": 64,
          "encoder_dims": (8, 16), "decoders": 2, "heads": 2, "decoder_width": 16}
-# The demo models' reconstruction recipe (docs/capsules.md#why-the-reconstructions-were-blobs): a
+# The demo models' reconstruction recipe (docs/capsules.md, "Why the reconstructions were blobs"): a
 # decoder MLP of width 256 for every routing (the paper's D'+2 = 34 at demo size decodes blobs), and
 # for centroid attention eq. 4's update divided by each latent capsule's total weight (the sum as
 # printed grows with the primary capsules and swamps the initial latent capsules). Measured at demo
