@@ -391,6 +391,9 @@ def _bytes(path: Path, content) -> Path:
      r"u\.pcd: unsupported PCD storage 'DATA binary_lzma' \(ascii, binary or binary_compressed\)"),
     ("xy.pcd", "FIELDS x y\nSIZE 4 4\nTYPE F F\nCOUNT 1 1\nPOINTS 1\nDATA ascii\n0 0\n", r"xy\.pcd: PCD header needs FIELDS with x y z"),
     ("rows.pcd", "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nPOINTS 2\nDATA ascii\n0 0 0\n", r"rows\.pcd: expected 2 rows of 3 values"),
+    # a field of no values (the fuzz test's mutation of a COUNT to 0): it was an IndexError
+    ("count0.pcd", "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 0 1 1\nPOINTS 1\nDATA binary\n" + "\0" * 8,
+     r"count0\.pcd: PCD header COUNT values must be positive integers, got \['0', '1', '1'\]"),
 ])
 def test_bad_files_get_one_line_naming_the_file(tmp_path, name, content, message):
     with pytest.raises(ShapeFileError, match=message) as info:

@@ -54,6 +54,8 @@ def _row_dtype(path: Path, header: dict) -> np.dtype:
     if not all(a in fields for a in "xyz") or not len(fields) == len(sizes) == len(types) == len(counts):
         raise ValueError(f"{path}: PCD header needs FIELDS with x y z and as many SIZE / TYPE / COUNT "
                          f"values (FIELDS {fields}, SIZE {sizes}, TYPE {types}, COUNT {counts})")
+    if not all(c.isdigit() and int(c) > 0 for c in counts):  # a field of no values has no first value
+        raise ValueError(f"{path}: PCD header COUNT values must be positive integers, got {counts}")
     kinds = {"F": "f", "I": "i", "U": "u"}
     try:
         return np.dtype([(f"{name}#{i}" if name == "_" else name, f"<{kinds[t]}{int(s)}", (int(c),))
