@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -37,6 +38,21 @@ def device_under_test():
     if device.type == "cuda" and device.index is None:  # tensors report cuda:0, never bare "cuda"
         device = torch.device("cuda", torch.cuda.current_device())
     return device
+
+
+def host_syncs(call) -> list[str]:
+    """The file:line of every host synchronisation torch reports (``set_sync_debug_mode("warn")``)
+    while ``call()`` runs on a CUDA device (the cuda tests count them)."""
+    import torch
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            call()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message).lower()]
 
 
 def cuda_test_files(tests: Path) -> list[Path]:

@@ -2,13 +2,12 @@
 outputs and weights as on the CPU, with and without padded neighbours, and (CUDA) one host
 synchronisation per call: the index check's single copy of (min, max)."""
 
-import warnings
 
 import pytest
 import torch
 
 from pointabstract._validate import min_max
-from pointabstract.bench.gpu_tests import device_under_test
+from pointabstract.bench.gpu_tests import device_under_test, host_syncs
 from pointabstract.nn.attention import attend
 
 DEVICE = device_under_test()
@@ -36,25 +35,13 @@ def test_neighbour_attention_matches_cpu(pad, normalize):
     torch.testing.assert_close(w_dev.cpu(), w_cpu)
 
 
-def _syncs(call) -> list[str]:
-    """The CUDA synchronisation warnings ``call()`` raises, as "file:line"."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            call()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    return [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message).lower()]
-
-
 @pytest.mark.skipif(DEVICE is None or DEVICE.type != "cuda", reason="counts CUDA synchronisations")
 def test_one_host_sync_per_call():
     """attend synchronises as often as one copy of (min, max) to the host does: the index check's
     (torch may report one copy as more than one warning, hence the measured reference)."""
     q, kv, idx = (t.to(DEVICE) for t in _inputs(False))
     attend(q, kv, idx)  # warm-up: lazy CUDA initialisation is not the call's
-    one_copy = _syncs(lambda: min_max(idx))
+    one_copy = host_syncs(lambda: min_max(idx))
     assert one_copy, "the sync debug mode reports no copy to the host"
-    syncs = _syncs(lambda: attend(q, kv, idx))
+    syncs = host_syncs(lambda: attend(q, kv, idx))
     assert len(syncs) == len(one_copy), (syncs, one_copy)  # before: 3 copies (min, max, any padding)

@@ -6,13 +6,12 @@ Indices must be equal. float64 inputs (most tests) leave no near-ties, so distan
 to float64 rounding (assert_close's default); the float32 and bfloat16 tests state their own.
 """
 
-import warnings
 
 import pytest
 import torch
 
 from pointabstract import ops
-from pointabstract.bench.gpu_tests import device_under_test
+from pointabstract.bench.gpu_tests import device_under_test, host_syncs
 
 DEVICE = device_under_test()
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(DEVICE is None, reason="no CUDA device")]
@@ -194,14 +193,7 @@ def test_tree_and_tables_match_cpu(nearest):
 def _syncs(call) -> list[str]:
     """The file:line of every host synchronisation torch reports during ``call()``."""
     call()  # warm-up: lazy CUDA initialisation is not the call's
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            call()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    return [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message).lower()]
+    return host_syncs(call)
 
 
 @pytest.mark.skipif(not ON_CUDA, reason="counts CUDA synchronisations")
