@@ -186,3 +186,23 @@ def test_every_comparison_with_a_control_has_a_decisive_budget_of_10_epochs():
     for name in ("table3", "contextpool", "sequoia_seg", "sequoia_cls"):
         comp = curves.COMPARISONS[name]
         assert comp.decisive == 10 and comp.decisive in comp.budgets and comp.control in comp.variants, name
+
+
+def test_the_demo_capsule_comparison_trains_make_demos_capsule_stage():
+    """``capsules_demo`` at 5 epochs is make demo's capsule stage: the same preset and models, only the
+    run's bookkeeping (folder, evaluation, progress, workers) and the variant's model differ."""
+    from pointabstract.engine import load_config
+
+    comp = curves.COMPARISONS["capsules_demo"]
+    assert comp.decisive == 5 and comp.decisive in comp.budgets and comp.control == "dynamic"
+    assert comp.judged == {"chamfer": "min", "retrieval": "max"}
+    for variant, preset in (("centroid", "capsules_demo_ca"), ("dynamic", "capsules_demo_dr")):
+        ours = load_config(comp.preset, comp.overrides(variant, 5, 0, "out", {"data.workers": 0}))
+        theirs = load_config(preset, {})
+        assert ours.model == theirs.model and ours.model_args == theirs.model_args
+        assert (ours.optim, ours.data.root, ours.data.num_points, ours.data.batch_size) == \
+            (theirs.optim, theirs.data.root, theirs.data.num_points, theirs.data.batch_size)
+    lr = load_config(comp.preset, comp.overrides("centroid_lr1e-4", 5, 0, "out", {}))
+    assert lr.optim.lr == 1e-4 and lr.model == "capsule_ae_demo_ca"
+    floor = load_config(comp.preset, comp.overrides("plain_autoencoder", 5, 0, "out", {}))
+    assert floor.model == "pointnet_ae_demo"
