@@ -196,7 +196,8 @@ def test_the_demo_capsule_comparison_trains_make_demos_capsule_stage():
     comp = curves.COMPARISONS["capsules_demo"]
     assert comp.decisive == 5 and comp.decisive in comp.budgets and comp.control == "dynamic"
     assert comp.judged == {"chamfer": "min", "retrieval": "max"}
-    for variant, preset in (("centroid", "capsules_demo_ca"), ("dynamic", "capsules_demo_dr")):
+    for variant, preset in (("centroid", "capsules_demo_ca"), ("dynamic", "capsules_demo_dr"),
+                            ("plain_autoencoder", "capsules_demo_floor")):
         ours = load_config(comp.preset, comp.overrides(variant, 5, 0, "out", {"data.workers": 0}))
         theirs = load_config(preset, {})
         assert ours.model == theirs.model and ours.model_args == theirs.model_args
@@ -204,5 +205,3 @@ def test_the_demo_capsule_comparison_trains_make_demos_capsule_stage():
             (theirs.optim, theirs.data.root, theirs.data.num_points, theirs.data.batch_size)
     lr = load_config(comp.preset, comp.overrides("centroid_lr1e-4", 5, 0, "out", {}))
     assert lr.optim.lr == 1e-4 and lr.model == "capsule_ae_demo_ca"
-    floor = load_config(comp.preset, comp.overrides("plain_autoencoder", 5, 0, "out", {}))
-    assert floor.model == "pointnet_ae_demo"
