@@ -50,16 +50,18 @@ _MATCHED_NOTE = ("Mechanism check: `softmax_matched_params` is {model} with its 
                  "raised from 96 to 404 (`model.mlp_ratio=8.42`), which gives it Sequoia's parameter count "
                  "within 0.1 %; embedding, attention, depth and head are unchanged.")
 
-# Table 4's three routings and the floor (a plain autoencoder), each also at the paper's lr (labelled _lr1e-4)
-_CAPSULE_VARIANTS = {"centroid": {"model": "capsule_ae_small_ca"},
-                     "dynamic": {"model": "capsule_ae_small_dr"},
-                     "em": {"model": "capsule_ae_small_em"},
-                     "plain_autoencoder": {"model": "pointnet_ae_small"}}
-# the same comparison at `make demo`'s size, where the models reconstruct on a CPU budget (docs/capsules.md)
-_DEMO_CAPSULE_VARIANTS = {"centroid": {"model": "capsule_ae_demo_ca"},
-                          "dynamic": {"model": "capsule_ae_demo_dr"},
-                          "em": {"model": "capsule_ae_demo_em"},
-                          "plain_autoencoder": {"model": "pointnet_ae_demo"}}
+
+def _capsule_variants(size: str) -> dict[str, dict]:
+    """Table 4's three routings and the floor (a plain autoencoder) at one registry size ("small":
+    the paper's; "demo": `make demo`'s), each also at the paper's lr (labelled ``_lr1e-4``)."""
+    models = {"centroid": f"capsule_ae_{size}_ca", "dynamic": f"capsule_ae_{size}_dr",
+              "em": f"capsule_ae_{size}_em", "plain_autoencoder": f"pointnet_ae_{size}"}
+    return {**{label: {"model": m} for label, m in models.items()},
+            **{f"{label}_lr1e-4": {"model": m, "optim.lr": 1e-4} for label, m in models.items()}}
+
+
+# the scores every capsule comparison shows beside its verdicts on Chamfer and retrieval
+_CAPSULE_EXTRA = ("specificity", "diversity", "sampling_floor", "capsule_spread", "purity", "fscore")
 EASY = "datasets/synthetic"  # `pointabstract data synth --out datasets/synthetic` (make demo makes it)
 _RETRIEVAL_NOTE = ("Retrieval: the share of 64 fixed test shapes whose reconstruction is nearest (Chamfer) "
                    "to its own input; chance 1/64.")
@@ -87,15 +89,14 @@ COMPARISONS: dict[str, Comparison] = {
     "capsules": Comparison(
         "Centroid Transformers Table 4: with 12 latent capsules, centroid-attention routing reconstructs "
         "better than dynamic routing (Chamfer 1.6 vs 2.7 x1e-3)",
-        {**_CAPSULE_VARIANTS,
-         **{f"{label}_lr1e-4": {**over, "optim.lr": 1e-4} for label, over in _CAPSULE_VARIANTS.items()}},
-        method="centroid", metric="chamfer", mode="min", unit="steps", budgets=(25, 250, 2500),
+        _capsule_variants("small"), method="centroid", metric="chamfer", mode="min", unit="steps",
+        budgets=(25, 250, 2500),
         base={"task": "reconstruction", "data.dataset": "shapenet_part", "data.root": HARD,
               "data.num_points": 2048, "data.batch_size": 8, "data.eval_batch_size": 16, "data.workers": 0,
               "optim.optimizer": "adam", "optim.lr": 1e-3, "optim.schedule": "step",
               "optim.step_size": _FOREVER, "optim.epochs": _FOREVER, "log.eval_every": _FOREVER,
               "task.bn_batches": 20},
-        extra=("specificity", "diversity", "sampling_floor", "capsule_spread", "purity", "fscore"),
+        extra=_CAPSULE_EXTRA,
         verdict_metrics={"retrieval": "max"}, control="dynamic", decisive=2500,
         notes=("`plain_autoencoder` is the floor: a PointNet encoder and a fully connected decoder, no "
                "capsules (`pointnet_ae_small`), trained with the same data, loss, optimiser and steps. The "
@@ -104,11 +105,10 @@ COMPARISONS: dict[str, Comparison] = {
     "capsules_demo": Comparison(
         "Centroid Transformers Table 4 at make demo's size: centroid-attention routing reconstructs better "
         "than dynamic routing",
-        {**_DEMO_CAPSULE_VARIANTS,
-         **{f"{label}_lr1e-4": {**over, "optim.lr": 1e-4} for label, over in _DEMO_CAPSULE_VARIANTS.items()}},
-        method="centroid", metric="chamfer", mode="min", unit="epochs", budgets=(1, 5, 10),
+        _capsule_variants("demo"), method="centroid", metric="chamfer", mode="min", unit="epochs",
+        budgets=(1, 5, 10),
         preset="capsules_demo_dr", base={"data.root": EASY, "log.eval_every": _FOREVER},
-        extra=("specificity", "diversity", "sampling_floor", "capsule_spread", "purity", "fscore"),
+        extra=_CAPSULE_EXTRA,
         verdict_metrics={"retrieval": "max"}, control="dynamic", decisive=5,
         notes=("The demo-sized models of `make demo` (64 x 8 primary -> 8 x 32 latent capsules, decoder "
                "width 256, centroid attention's mean update; 512 points of the easy level, batch 16, Adam), "

@@ -2,7 +2,6 @@
 outputs and weights as on the CPU, with and without padded neighbours, and (CUDA) one host
 synchronisation per call: the index check's single copy of (min, max)."""
 
-
 import pytest
 import torch
 

@@ -6,7 +6,6 @@ Indices must be equal. float64 inputs (most tests) leave no near-ties, so distan
 to float64 rounding (assert_close's default); the float32 and bfloat16 tests state their own.
 """
 
-
 import pytest
 import torch
 
