@@ -99,7 +99,8 @@ def part_agreement(model: torch.nn.Module, dataset, *, k: int | None = None, max
         model: returns ``{"blocks": [{"features": (B, M, C), "pos": (B, M, 3)}, ...]}`` when called
             as ``model(pos, features=..., return_features=True)``.
         dataset: samples with ``"pos"`` (N, 3) and ``"part"`` (N,) (and ``"normal"`` with
-            ``use_normals``), e.g. :func:`open_part_dataset`; every sample has the same N.
+            ``use_normals``), e.g. :func:`open_part_dataset`. Clouds of different sizes (a
+            dataset opened with every stored point) go through the model one at a time.
         k: neighbours per point (default: :func:`~pointabstract.viz.classification.scenes.default_k` of each
             block's M, the paper's 40 of 128 in proportion); capped at M - 1.
         max_shapes: evaluate the first ``max_shapes`` samples only (default: all).
@@ -109,10 +110,9 @@ def part_agreement(model: torch.nn.Module, dataset, *, k: int | None = None, max
 
     Returns:
         ``{"block_<i>": {"feature": float, "xyz": float, "chance": float, "k": int, "points": M},
-        ..., "shapes": S, "num_points": N}``.
+        ..., "shapes": S, "num_points": N}``; with clouds of different sizes N is their range
+        (``"30-58"``) and a block's M is that of the first cloud.
     """
-    from .scenes import default_k
-
     V.check_int("k", k, low=1, allow_none=True)
     V.check_int("batch_size", batch_size, low=1)
     count = len(dataset) if max_shapes is None else min(int(max_shapes), len(dataset))
@@ -121,40 +121,54 @@ def part_agreement(model: torch.nn.Module, dataset, *, k: int | None = None, max
                          f"len={len(dataset)})")
     model.eval()
     sums: dict[int, dict] = {}
-    num_points = None
+    sizes: list[int] = []
     for start in range(0, count, batch_size):
         samples = [dataset[i] for i in range(start, min(start + batch_size, count))]
         for j, s in enumerate(samples):
             if s.get("part") is None:
                 raise ValueError(f"dataset sample {start + j} has no 'part' labels: part agreement needs a "
                                  "part-labelled dataset (e.g. open_part_dataset)")
-        pos = torch.as_tensor(np.stack([s["pos"] for s in samples]), dtype=torch.float32)  # (B, N, 3)
-        num_points = pos.shape[1]
-        feats = (torch.as_tensor(np.stack([s["normal"] for s in samples]), dtype=torch.float32).to(device)
-                 if use_normals else None)
-        out = model(pos.to(device), features=feats, return_features=True)
-        blocks = out.get("blocks") if isinstance(out, dict) else None
-        if not blocks:
-            raise ValueError("the model returned no per-block features with return_features=True")
-        for b, block in enumerate(blocks):
-            for j, s in enumerate(samples):
-                bpos = block["pos"][j].detach().float().cpu()
-                bfeat = block["features"][j].detach().float().cpu()
-                labels = block_part_labels(bpos, pos[j], np.asarray(s["part"]))
-                kk = min(default_k(len(bpos)) if k is None else k, len(bpos) - 1)
-                acc = sums.setdefault(b, {"feature": 0.0, "xyz": 0.0, "chance": 0.0, "k": kk,
-                                          "points": int(len(bpos))})
-                acc["feature"] += float(neighbour_agreement(bfeat, labels, kk).mean())
-                acc["xyz"] += float(neighbour_agreement(bpos, labels, kk).mean())
-                acc["chance"] += float(chance_agreement(labels).mean())
+        # clouds of their own sizes (num_points=None, "all") go through the model one at a time
+        same_size = len({len(s["pos"]) for s in samples}) == 1
+        for group in [samples] if same_size else [[s] for s in samples]:
+            n = _add_agreement(sums, model, group, k=k, use_normals=use_normals, device=device)
+            sizes += [n] * len(group)
     result = {f"block_{b}": {**acc, **{key: acc[key] / count for key in ("feature", "xyz", "chance")}}
               for b, acc in sums.items()}
-    return {**result, "shapes": count, "num_points": int(num_points)}
+    num_points = sizes[0] if min(sizes) == max(sizes) else f"{min(sizes)}-{max(sizes)}"
+    return {**result, "shapes": count, "num_points": num_points}
 
 
-def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int | None = 1024,
+def _add_agreement(sums: dict, model, samples: list[dict], *, k, use_normals: bool, device) -> int:
+    """Adds one forward pass's per-block agreement sums of ``samples`` (clouds of one size) to
+    ``sums``; returns their number of points."""
+    from .scenes import default_k
+
+    pos = torch.as_tensor(np.stack([s["pos"] for s in samples]), dtype=torch.float32)  # (B, N, 3)
+    feats = (torch.as_tensor(np.stack([s["normal"] for s in samples]), dtype=torch.float32).to(device)
+             if use_normals else None)
+    out = model(pos.to(device), features=feats, return_features=True)
+    blocks = out.get("blocks") if isinstance(out, dict) else None
+    if not blocks:
+        raise ValueError("the model returned no per-block features with return_features=True")
+    for b, block in enumerate(blocks):
+        for j, s in enumerate(samples):
+            bpos = block["pos"][j].detach().float().cpu()
+            bfeat = block["features"][j].detach().float().cpu()
+            labels = block_part_labels(bpos, pos[j], np.asarray(s["part"]))
+            kk = min(default_k(len(bpos)) if k is None else k, len(bpos) - 1)
+            acc = sums.setdefault(b, {"feature": 0.0, "xyz": 0.0, "chance": 0.0, "k": kk,
+                                      "points": int(len(bpos))})
+            acc["feature"] += float(neighbour_agreement(bfeat, labels, kk).mean())
+            acc["xyz"] += float(neighbour_agreement(bpos, labels, kk).mean())
+            acc["chance"] += float(chance_agreement(labels).mean())
+    return pos.shape[1]
+
+
+def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int | str | None = 1024,
                       use_normals: bool = False):
-    """The part-labelled ShapeNetPart split under ``root``, points in stored order (``"first"``).
+    """The part-labelled ShapeNetPart split under ``root``, points in stored order (``"first"``);
+    ``num_points`` None or ``"all"`` (a run's ``data.num_points=all``): every stored point.
 
     The built-in synthetic data (``pointabstract data synth``) writes the same shapes, in the
     same order, in the ModelNet40 and ShapeNetPart layouts, so its classification test split's
@@ -163,7 +177,8 @@ def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int 
     """
     from ...data import ShapeNetPart
 
-    return ShapeNetPart(root, split, num_points=num_points, sampling="first", use_normals=use_normals)
+    return ShapeNetPart(root, split, num_points=None if num_points == "all" else num_points, sampling="first",
+                        use_normals=use_normals)
 
 
 def _floats(name: str, x, channels: int | None = None) -> torch.Tensor:

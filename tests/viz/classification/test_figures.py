@@ -12,7 +12,7 @@ from pointabstract.viz.classification.figures import (
 )
 from pointabstract.viz.core.colors import HIGHLIGHT, QUERY
 from pointabstract.viz.core.render import png_backend
-from tests.fixtures import cloud
+from tests.fixtures import cloud, tiny_model, write_tiny_synthetic
 
 RED, BLUE = tuple(round(v * 255) for v in HIGHLIGHT), tuple(round(v * 255) for v in QUERY)
 
@@ -92,3 +92,18 @@ def test_report_on_part_labelled_data_measures_agreement_and_says_it_next_to_the
 def test_report_without_part_labels_says_so(o3d, session, tmp_path):
     report = neighbourhood_report(session, tmp_path, indices=(0,), queries=1, panel_size=64)
     assert report.metrics == {} and "part agreement not measured" in report.markdown
+
+
+def test_report_of_a_run_trained_on_every_stored_point(o3d, tmp_path):
+    # data.num_points=all: the part-labelled split is opened with every stored point, not with "all"
+    from pointabstract.engine import load_config, train
+
+    data = write_tiny_synthetic(tmp_path / "data", n=64)
+    train(load_config(None, [f"data.root={data}", "data.dataset=modelnet40", "data.num_points=all",
+                             "data.workers=0", "data.batch_size=8", "optim.epochs=1", f"log.out_dir={tmp_path / 'run'}",
+                             "log.progress=false", "log.tensorboard=false", "device=cpu",
+                             *tiny_model("centroid_transformer")]))
+    report = neighbourhood_report(tmp_path / "run" / "last.pt", tmp_path / "eval", indices=(0,), queries=1,
+                                  panel_size=64, figure_points=64, agreement_shapes=4)
+    assert report.metrics["part_agreement_training_points"]["num_points"] == 64  # all 64 stored points
+    assert report.metrics["part_agreement"]["shapes"] == 4 and report.png.is_file()

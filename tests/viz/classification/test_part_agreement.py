@@ -77,6 +77,27 @@ def test_part_agreement_of_a_perfect_and_of_a_random_grouping():
     assert abs(out["block_0"]["xyz"] - 19 / 39) < 0.2
 
 
+class _SideOracle(torch.nn.Module):
+    """Features: which side of x = 0 a point lies on, for clouds of any size."""
+
+    def forward(self, pos, *, features=None, return_features=False):
+        side = torch.nn.functional.one_hot((pos[..., 0] > 0).long(), 2).float()
+        return {"logits": torch.zeros(pos.shape[0], 2), "blocks": [{"features": side, "pos": pos}]}
+
+
+def test_part_agreement_of_clouds_of_different_sizes_is_the_mean_over_each_alone():
+    # a split opened with every stored point (data.num_points=all) holds clouds of their own sizes
+    rng = np.random.default_rng(1)
+    clouds = [rng.uniform(-1, 1, (n, 3)).astype(np.float32) for n in (30, 41, 52)]
+    data = [{"pos": c, "part": (c[:, 0] > 0.3).astype(np.int64)} for c in clouds]
+    together = part_agreement(_SideOracle(), data, k=4, batch_size=3)
+    alone = [part_agreement(_SideOracle(), [d], k=4) for d in data]
+    assert together["num_points"] == "30-52" and together["shapes"] == 3
+    for key in ("feature", "xyz", "chance"):
+        assert together["block_0"][key] == pytest.approx(np.mean([a["block_0"][key] for a in alone]))
+    assert [a["num_points"] for a in alone] == [30, 41, 52]
+
+
 def test_part_agreement_input_errors():
     data = [{"pos": LINE.astype(np.float32), "part": PARTS}]
     model = _PartOracle(PARTS)
