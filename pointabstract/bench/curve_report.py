@@ -2,7 +2,7 @@
 the former seed-spread screen and the plot.
 
 The verdict of a comparison is paired (:mod:`.paired`): per budget and judged metric, the
-per-seed difference of the method and each other variant, its 95 % bootstrap interval and sign
+per-seed difference of the method and each other variant, its 95 % expanded bootstrap interval and sign
 count, and the A/A control's (the baseline trained again with seeds + 1000) as the floor. The
 method is *ahead* only where the interval excludes 0 with at least 8 seeds. Runs kept from
 another protocol (``--keep-stale``) are marked in every table and the verdict says it mixes them.
@@ -136,7 +136,8 @@ def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
                    "noise floor)." if comp.control else "No A/A control in this comparison.")
         lines += [f"## Paired verdict: {LABELS.get(metric, metric)} ({better} is better)", "",
                   f"Per budget: the per-seed difference ({comp.method} minus the other variant, same seed), "
-                  f"its mean with a 95 % bootstrap interval ({RESAMPLES:,} resamples, fixed RNG), wins / "
+                  f"its mean with a 95 % expanded percentile bootstrap interval ({RESAMPLES:,} resamples, "
+                  "fixed RNG; as wide as Student's t interval on symmetric data), wins / "
                   f"losses / ties and the exact sign test. {control} 'ahead' / 'behind' only where the "
                   f"interval excludes 0, with at least {MIN_SEEDS} seeds.", "",
                   "| budget | vs | mean difference [95 % CI] | wins / losses / ties | sign test p | "

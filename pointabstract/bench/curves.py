@@ -6,7 +6,7 @@ trains with) at each budget (``optim.epochs``, or ``optim.max_steps`` for step b
 each seed, with the same data, optimiser and schedule for every variant.
 
 The verdict is paired (:mod:`.curve_report`, :mod:`.paired`): per budget, the per-seed
-difference of the method and each other variant (same seed), its 95 % bootstrap interval and
+difference of the method and each other variant (same seed), its 95 % expanded bootstrap interval and
 sign count, beside an A/A control (the comparison's baseline trained again with seeds + 1000)
 that shows how large a difference seed noise alone gives. "Ahead" only where the interval
 excludes 0, with at least 8 seeds; the comparison's ``decisive`` budget gives its verdict. The
