@@ -39,12 +39,18 @@ class Comparison:
     control: str | None = None  # the baseline variant trained again with seeds + AA_OFFSET (the A/A floor)
     decisive: int | None = None  # the budget whose paired verdict is the comparison's verdict
     notes: tuple[str, ...] = ()  # lines printed under the verdict (which variant checks what)
+    pairs: tuple[tuple[str, str], ...] = ()  # further (first, second) variants with a paired verdict of
+    #                                          first minus second, e.g. the routings at another learning rate
 
     def __post_init__(self):
         if self.method not in self.variants:
             raise ValueError(f"method {self.method!r} is not a variant; choose from {list(self.variants)}")
         if self.control is not None and self.control not in self.variants:
             raise ValueError(f"control {self.control!r} is not a variant; choose from {list(self.variants)}")
+        for pair in self.pairs:
+            if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(self.variants):
+                raise ValueError(f"a pair must name two different variants, got {pair!r}; choose from "
+                                 f"{list(self.variants)}")
         for name, mode in {self.metric: self.mode, **self.verdict_metrics}.items():
             if mode not in _MODES:
                 raise ValueError(f"the mode of {name} must be one of {list(_MODES)}, got {mode!r}")

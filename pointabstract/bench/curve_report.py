@@ -76,8 +76,10 @@ def _values(rows: list[dict], budget: int, variant: str, metric: str) -> dict[in
 
 
 def paired_verdicts(rows: list[dict], comp: Comparison) -> dict[str, dict[int, dict]]:
-    """``{metric: {budget: {"control": A/A summary or None, "vs": {other: summary}}}}`` for every
-    judged metric; a summary is :func:`.paired.paired`'s plus ``"verdict"`` and ``"within_floor"``."""
+    """``{metric: {budget: {"control": A/A summary or None, "vs": {other: summary}, "pairs":
+    {"first - second": summary}}}}`` for every judged metric: ``vs`` pairs the method with every
+    other variant, ``pairs`` the comparison's further pairs (:attr:`Comparison.pairs`). A summary is
+    :func:`.paired.paired`'s plus ``"first"``, ``"second"``, ``"verdict"`` and ``"within_floor"``."""
     aa = f"{comp.control}_aa" if comp.control else None
     out: dict[str, dict[int, dict]] = {}
     for metric, mode in comp.judged.items():
@@ -87,30 +89,35 @@ def paired_verdicts(rows: list[dict], comp: Comparison) -> dict[str, dict[int, d
             if aa and any(r["variant"] == aa and r["budget"] == budget for r in rows):
                 control = paired(_values(rows, budget, aa, metric),
                                  _values(rows, budget, comp.control, metric), mode=mode)
-            method = _values(rows, budget, comp.method, metric)
-            vs = {}
-            for other in comp.variants:
-                if other != comp.method:
-                    s = paired(method, _values(rows, budget, other, metric), mode=mode)
-                    vs[other] = {**s, "verdict": verdict(s, mode=mode),
-                                 "within_floor": within_floor(s, control) if control else None}
-            per_budget[budget] = {"control": control, "vs": vs}
+            at = (rows, budget, metric, mode, control)
+            vs = {other: _summary(*at, comp.method, other) for other in comp.variants if other != comp.method}
+            pairs = {f"{a} - {b}": _summary(*at, a, b) for a, b in comp.pairs}
+            per_budget[budget] = {"control": control, "vs": vs, "pairs": pairs}
         out[metric] = per_budget
     return out
+
+
+def _summary(rows: list[dict], budget: int, metric: str, mode: str, control: dict | None, first: str,
+             second: str) -> dict:
+    """The paired summary of ``first`` minus ``second`` at ``budget``, with its verdict and floor."""
+    s = paired(_values(rows, budget, first, metric), _values(rows, budget, second, metric), mode=mode)
+    return {**s, "first": first, "second": second, "verdict": verdict(s, mode=mode),
+            "within_floor": within_floor(s, control) if control else None}
 
 
 def _ci(s: dict) -> str:
     return f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]" if s["n"] else "n/a"
 
 
-def _words(comp: Comparison, other: str, budget: int, s: dict, control: dict | None) -> str:
+def _words(comp: Comparison, budget: int, s: dict, control: dict | None) -> str:
     unit = f"{budget} {comp.unit}" + (" (the decisive budget)" if budget == comp.decisive else "")
-    head = {"ahead": f"{comp.method} ahead", "behind": f"{comp.method} behind",
-            "not distinguishable": f"{comp.method} and {other} not distinguishable at this budget",
+    first, other = s["first"], s["second"]
+    head = {"ahead": f"{first} ahead", "behind": f"{first} behind",
+            "not distinguishable": f"{first} and {other} not distinguishable at this budget",
             "too few seeds": f"too few seeds for a paired verdict ({s['n']} pairs, at least {MIN_SEEDS} "
                              "needed)"}[s["verdict"]]
-    line = (f"- vs {other} at {unit}: {head}, mean difference {_ci(s)} ({s['wins']} wins, "
-            f"{s['losses']} losses)")
+    line = (f"- {'' if first == comp.method else first + ' '}vs {other} at {unit}: {head}, mean difference "
+            f"{_ci(s)} ({s['wins']} wins, {s['losses']} losses)")
     floor = f"[{control['low']:+.3g}, {control['high']:+.3g}]" if control else ""
     if control is None:
         return line + "; no A/A control at this budget."
@@ -135,7 +142,8 @@ def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
         control = (f"A/A: {comp.control} trained again with seeds + {AA_OFFSET}, minus {comp.control} (the "
                    "noise floor)." if comp.control else "No A/A control in this comparison.")
         lines += [f"## Paired verdict: {LABELS.get(metric, metric)} ({better} is better)", "",
-                  f"Per budget: the per-seed difference ({comp.method} minus the other variant, same seed), "
+                  f"Per budget: the per-seed difference ({comp.method} minus the other variant, same seed; "
+                  "a row 'A minus B' pairs two other variants), "
                   f"its mean with a 95 % expanded percentile bootstrap interval ({RESAMPLES:,} resamples, "
                   "fixed RNG; as wide as Student's t interval on symmetric data), wins / "
                   f"losses / ties and the exact sign test. {control} 'ahead' / 'behind' only where the "
@@ -144,9 +152,10 @@ def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
                   "verdict |", "|---:|---|---|---|---:|---|"]
         for budget, entry in per_budget.items():
             mark = f"{budget} {comp.unit}" + (" (decisive)" if budget == comp.decisive else "")
-            for other, s in entry["vs"].items():
+            for s in [*entry["vs"].values(), *entry["pairs"].values()]:
                 word = s["verdict"] + ("; within the A/A floor" if s["within_floor"] else "")
-                lines.append(f"| {mark} | {other} | {_ci(s)} | {s['wins']} / {s['losses']} / {s['ties']} | "
+                who = s["second"] if s["first"] == comp.method else f"{s['first']} minus {s['second']}"
+                lines.append(f"| {mark} | {who} | {_ci(s)} | {s['wins']} / {s['losses']} / {s['ties']} | "
                              f"{s['p_sign']:.2g} | {word} |")
             if entry["control"]:
                 c = entry["control"]
@@ -154,7 +163,8 @@ def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
                              f"{c['losses']} / {c['ties']} | {c['p_sign']:.2g} | (floor) |")
         lines += ["", "In words:", ""]
         for budget, entry in per_budget.items():
-            lines += [_words(comp, other, budget, s, entry["control"]) for other, s in entry["vs"].items()]
+            lines += [_words(comp, budget, s, entry["control"])
+                      for s in [*entry["vs"].values(), *entry["pairs"].values()]]
         if comp.decisive is not None and comp.decisive not in per_budget:
             lines.append(f"- The decisive budget ({comp.decisive} {comp.unit}) was not run: no verdict yet.")
         lines.append("")

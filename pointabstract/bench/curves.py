@@ -60,6 +60,12 @@ def _capsule_variants(size: str) -> dict[str, dict]:
             **{f"{label}_lr1e-4": {"model": m, "optim.lr": 1e-4} for label, m in models.items()}}
 
 
+# the paired verdicts every capsule comparison adds to centroid attention's against each variant: the
+# routings at the paper's learning rate against each other and the floor, and each other routing
+# against the floor
+_CAPSULE_PAIRS = (("centroid_lr1e-4", "dynamic_lr1e-4"), ("centroid_lr1e-4", "em_lr1e-4"),
+                  ("centroid_lr1e-4", "plain_autoencoder_lr1e-4"), ("dynamic", "plain_autoencoder"),
+                  ("em", "plain_autoencoder"))
 # the scores every capsule comparison shows beside its verdicts on Chamfer and retrieval
 _CAPSULE_EXTRA = ("specificity", "diversity", "sampling_floor", "capsule_spread", "purity", "fscore")
 EASY = "datasets/synthetic"  # `pointabstract data synth --out datasets/synthetic` (make demo makes it)
@@ -96,7 +102,7 @@ COMPARISONS: dict[str, Comparison] = {
               "optim.optimizer": "adam", "optim.lr": 1e-3, "optim.schedule": "step",
               "optim.step_size": _FOREVER, "optim.epochs": _FOREVER, "log.eval_every": _FOREVER,
               "task.bn_batches": 20},
-        extra=_CAPSULE_EXTRA,
+        extra=_CAPSULE_EXTRA, pairs=_CAPSULE_PAIRS,
         verdict_metrics={"retrieval": "max"}, control="dynamic", decisive=2500,
         notes=("`plain_autoencoder` is the floor: a PointNet encoder and a fully connected decoder, no "
                "capsules (`pointnet_ae_small`), trained with the same data, loss, optimiser and steps. The "
@@ -108,7 +114,7 @@ COMPARISONS: dict[str, Comparison] = {
         _capsule_variants("demo"), method="centroid", metric="chamfer", mode="min", unit="epochs",
         budgets=(1, 5, 10),
         preset="capsules_demo_dr", base={"data.root": EASY, "log.eval_every": _FOREVER},
-        extra=_CAPSULE_EXTRA,
+        extra=_CAPSULE_EXTRA, pairs=_CAPSULE_PAIRS,
         verdict_metrics={"retrieval": "max"}, control="dynamic", decisive=5,
         notes=("The demo-sized models of `make demo` (64 x 8 primary -> 8 x 32 latent capsules, decoder "
                "width 256, centroid attention's mean update; 512 points of the easy level, batch 16, Adam), "

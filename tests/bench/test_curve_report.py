@@ -89,3 +89,20 @@ def test_an_interval_with_0_is_not_distinguishable_and_few_seeds_give_no_verdict
 def test_a_comparison_that_names_nothing_is_refused(kw, pattern):
     with pytest.raises(ValueError, match=pattern):
         Comparison(**{**COMP.__dict__, **kw})
+
+
+def test_further_pairs_get_their_own_paired_verdict():
+    # k32 minus none at the same seed: +-1, mean 0; cp minus k32: +2.5 / +5.5, ahead
+    comp = Comparison("a claim", {"cp": {}, "none": {}, "k32": {}}, method="cp", metric="overall_accuracy",
+                      mode="max", unit="epochs", budgets=(3, 10, 30), control="none", decisive=10,
+                      pairs=(("k32", "none"),))
+    entry = paired_verdicts(ROWS, comp)["overall_accuracy"][10]
+    pair = entry["pairs"]["k32 - none"]
+    assert (pair["first"], pair["second"]) == ("k32", "none") and pair["diffs"] == pytest.approx([-1.0, 1.0] * 4)
+    assert pair["verdict"] == "not distinguishable" and entry["vs"]["none"]["first"] == "cp"
+    md = markdown(ROWS, comp, "tiny", "cmd", 8, protocol=PROTOCOL)
+    assert "| 10 epochs (decisive) | k32 minus none | +0 [" in md
+    assert "- k32 vs none at 10 epochs (the decisive budget): k32 and none not distinguishable at this budget" in md
+    with pytest.raises(ValueError, match=r"a pair must name two different variants, got \('k32', 'k32'\)"):
+        Comparison("c", {"cp": {}, "k32": {}}, method="cp", metric="overall_accuracy", mode="max", unit="epochs",
+                   budgets=(1,), pairs=(("k32", "k32"),))
