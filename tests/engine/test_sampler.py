@@ -27,10 +27,16 @@ class _Dispositions(torch.utils.data.Dataset):
 
 
 def test_workers_ignore_ctrl_c_and_the_main_process_keeps_it():
-    batch = next(iter(make_loader(_Dispositions(), None, 2, 1)))
-    assert batch["label"].tolist() == [1, 1]  # read in the worker
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-    assert next(iter(make_loader(_Dispositions(), None, 2, 0)))["label"].tolist() == [0, 0]  # no worker
+    # Python's own Ctrl-C handler, whatever the test process inherited: a shell's background job
+    # (`make test &`) starts with SIGINT ignored
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        batch = next(iter(make_loader(_Dispositions(), None, 2, 1)))
+        assert batch["label"].tolist() == [1, 1]  # read in the worker
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert next(iter(make_loader(_Dispositions(), None, 2, 0)))["label"].tolist() == [0, 0]  # no worker
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 SCRIPT = textwrap.dedent("""
