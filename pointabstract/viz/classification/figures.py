@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ... import _validate as V
+from ...engine.tasks.base import dataset_points
 from ...ops import farthest_point_sample
 from ..core.colors import part_palette
 from ..core.figure_compose import compose_figure
@@ -162,7 +163,7 @@ def neighbourhood_report(checkpoint: str | Path | ViewSession, out_dir: str | Pa
     metrics: dict = {}
     if parts is not None:
         shown = replace(session, dataset=PartSamples(parts, session.class_names))
-        train_parts = open_part_dataset(cfg.data.root, num_points=cfg.data.num_points,
+        train_parts = open_part_dataset(cfg.data.root, num_points=dataset_points(cfg.data),
                                         use_normals=cfg.data.use_normals)
         run = dict(max_shapes=agreement_shapes, use_normals=cfg.data.use_normals, device=session.device)
         metrics = {"part_agreement": part_agreement(session.model, parts, **run),

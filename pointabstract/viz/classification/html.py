@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import _validate as V
+from ...engine.tasks.base import dataset_points
 from ...ops import knn
 from ..core.colors import CONTEXT, QUERY, contrasting_highlight, part_palette
 from ..core.geometry import float_points
@@ -43,7 +44,7 @@ def _session_parts(session: ViewSession):
     offers no part colouring and measures no agreement."""
     cfg = session.config
     try:
-        return open_part_dataset(cfg.data.root, num_points=cfg.data.num_points,
+        return open_part_dataset(cfg.data.root, num_points=dataset_points(cfg.data),
                                  use_normals=cfg.data.use_normals)
     except (FileNotFoundError, ValueError):
         return None

@@ -165,10 +165,10 @@ def _add_agreement(sums: dict, model, samples: list[dict], *, k, use_normals: bo
     return pos.shape[1]
 
 
-def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int | str | None = 1024,
+def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int | None = 1024,
                       use_normals: bool = False):
     """The part-labelled ShapeNetPart split under ``root``, points in stored order (``"first"``);
-    ``num_points`` None or ``"all"`` (a run's ``data.num_points=all``): every stored point.
+    ``num_points`` None: every stored point.
 
     The built-in synthetic data (``pointabstract data synth``) writes the same shapes, in the
     same order, in the ModelNet40 and ShapeNetPart layouts, so its classification test split's
@@ -177,8 +177,7 @@ def open_part_dataset(root: str | Path, *, split: str = "test", num_points: int 
     """
     from ...data import ShapeNetPart
 
-    return ShapeNetPart(root, split, num_points=None if num_points == "all" else num_points, sampling="first",
-                        use_normals=use_normals)
+    return ShapeNetPart(root, split, num_points=num_points, sampling="first", use_normals=use_normals)
 
 
 def _floats(name: str, x, channels: int | None = None) -> torch.Tensor:
