@@ -248,8 +248,10 @@ def main(args: argparse.Namespace) -> int:
     base = COMPARISONS[args.comparison]
     budgets, variants = _check(args, base)
     extra = {"data.workers": args.workers, **({"data.root": args.data} if args.data else {})}
+    # a further pair is judged only when --variants keeps both of its variants
     comp = Comparison(**{**base.__dict__, "variants": variants,
-                         "control": None if args.no_control else base.control})
+                         "control": None if args.no_control else base.control,
+                         "pairs": tuple(p for p in base.pairs if set(p) <= set(variants))})
     root = Path(extra.get("data.root", comp.base.get("data.root", "")))
     if comp.base.get("data.root") and not root.is_dir():
         hard = comp.base["data.root"] == HARD

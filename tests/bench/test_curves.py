@@ -1,6 +1,7 @@
 """bench curves: every variant trained at each budget through the engine, verdicts per budget."""
 
 import argparse
+import dataclasses
 import json
 
 import numpy as np
@@ -105,6 +106,35 @@ def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypat
 
     image = Image.open(tmp_path / "bench" / "curves_capsules.png")
     assert image.size[0] > 400 and len(np.unique(np.asarray(image.convert("L")))) > 20  # not blank
+
+
+def test_variants_keep_only_the_pairs_they_name(tiny_capsules, tmp_path, monkeypatch):
+    # --variants that drop a variant of a further pair: that pair is not judged, the others are
+    three = {**tiny_capsules.variants, "plain_autoencoder": tiny_capsules.variants["dynamic"]}
+    comp = dataclasses.replace(tiny_capsules, variants=three,
+                               pairs=(("dynamic", "plain_autoencoder"), ("centroid", "plain_autoencoder")))
+    monkeypatch.setitem(curves.COMPARISONS, "capsules", comp)
+
+    class Planned(Exception):  # stops main where it would start training, with what it planned
+        pass
+
+    def planned(c, **kw):
+        raise Planned(c)
+
+    monkeypatch.setattr(curves, "curve_rows", planned)
+    with pytest.raises(Planned) as got:
+        main(_args(tmp_path, variants=["dynamic", "plain_autoencoder"]))
+    assert got.value.args[0].pairs == (("dynamic", "plain_autoencoder"), ("centroid", "plain_autoencoder"))
+    with pytest.raises(Planned) as got:
+        main(_args(tmp_path, variants=["dynamic"]))
+    assert list(got.value.args[0].variants) == ["centroid", "dynamic"] and got.value.args[0].pairs == ()
+
+
+def test_a_dry_run_of_some_capsule_variants_lists_them(tmp_path, capsys):
+    args = _args(tmp_path, comparison="capsules_demo", budgets=[10], seeds=3, data=str(tmp_path),
+                 variants=["centroid", "dynamic", "plain_autoencoder"], no_control=True, dry_run=True)
+    assert main(args) == 0
+    assert "9 runs: centroid, dynamic, plain_autoencoder x epochs [10] x 3 seeds" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("kw, pattern", [
