@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The paper-sized capsule comparison (`bench curves capsules` at 2,500 steps, 8 paired seeds) on one
+# GPU inside a fixed deadline, as the device machine allows: every run of it on that one device, one
+# thread per run, JOBS runs at a time.
+#
+#   tools/gpu_capsule_curves.sh OUT [DEADLINE_S] [JOBS]
+#
+# 1. the hard synthetic level (the numba kernels compile beside it and the runs);
+# 2. stage a: learning rate 1e-3 (centroid attention, dynamic routing, the floor), records in OUT/a;
+#    then, while time is left, stage b: the same with the A/A control (dynamic routing at seeds +
+#    1000), in OUT/b; stage c: that with the paper's 1e-4 added, in OUT/c.
+# A stage stopped by the deadline is reported over the seeds that every one of its cells finished
+# (the same command with --seeds K reuses them all; a verdict needs 8). OUT/runs.tgz holds every
+# run's metrics, protocol, config and report (no checkpoints), seed 0's pictures and the stages'
+# plots; with OUT/log.txt and each stage's curves_capsules.md / .json that is at most 8 files.
+set -u
+OUT=${1:?usage: tools/gpu_capsule_curves.sh OUT [DEADLINE_S] [JOBS]}
+DEADLINE=${2:-540}
+JOBS=${3:-8}
+PY=${PYTHON:-python3}
+RESERVE=45  # seconds kept for the records and the archive
+RUNS=${RUNS:-runs/bench/curves}
+BUDGET=${BUDGET:-2500}  # steps (another value, and DATA, only to try the script out)
+DATA=${DATA:-datasets/synthetic-hard}
+START=$(date +%s)
+export OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+
+left() { echo $((DEADLINE - ($(date +%s) - START))); }
+say() { echo "[$(($(date +%s) - START)) s] $*"; }
+
+# the seeds 0..K-1 for which every cell of the variants given (with "control": and dynamic's A/A)
+# has finished
+finished_seeds() {  # finished_seeds control|no-control VARIANT...
+  "$PY" - "$RUNS/capsules" "$BUDGET" "$@" <<'EOF'
+import sys
+from pathlib import Path
+root, budget, control, variants = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+cells = [(v, 0) for v in variants] + ([("dynamic", 1000)] if control == "control" else [])
+k = 0
+while k < 8 and all((root / v / f"steps{budget}" / f"seed{k + off}" / "metrics.json").is_file() for v, off in cells):
+    k += 1
+print(k)
+EOF
+}
+
+stage() {  # stage NAME control|no-control VARIANT...
+  local name=$1 control=$2; shift 2
+  local flag=()
+  [ "$control" = control ] || flag=(--no-control)
+  say "stage $name: bench curves capsules ${flag[*]} --variants $*"
+  setsid "$PY" -m pointabstract.cli bench curves capsules --budgets "$BUDGET" --seeds 8 --threads 1 \
+    --jobs "$JOBS" "${flag[@]}" --variants "$@" --runs "$RUNS" --data "$DATA" --results "$OUT/$name" &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$(left)" -le "$RESERVE" ]; then
+      say "stage $name: deadline; stopping its runs"
+      kill -9 -- -"$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+      local k
+      k=$(finished_seeds "$control" "$@")
+      say "stage $name: seeds 0..$((k - 1)) finished in every cell"
+      if [ "$k" -ge 1 ]; then
+        "$PY" -m pointabstract.cli bench curves capsules --budgets "$BUDGET" --seeds "$k" --threads 1 \
+          --jobs 1 "${flag[@]}" --variants "$@" --runs "$RUNS" --data "$DATA" --results "$OUT/$name" | tail -n 60
+      fi
+      return 1
+    fi
+    sleep 5
+  done
+  local rc
+  wait "$pid"
+  rc=$?
+  say "stage $name: done (exit $rc)"
+  return "$rc"
+}
+
+say "start; deadline ${DEADLINE} s, ${JOBS} runs at a time"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+"$PY" -c "import torch, numba; print('torch', torch.__version__, torch.cuda.get_device_name(), 'numba', numba.__version__)"
+nproc
+
+# the kernels compile in the background (a run that needs one first compiles it too; numba writes
+# each cache entry atomically); the runs wait for the data only
+for group in knn_xyz knn_features fps ball_query attention reduce; do
+  for which in parallel serial; do nice "$PY" -m pointabstract.ops.kernels.warm "$group:$which" > /dev/null 2>&1 & done
+done
+if [ -d "$DATA" ]; then echo "$DATA is there"
+else "$PY" -m pointabstract.cli data synth --level hard --out "$DATA" 2>&1 | tail -n 3; fi
+say "data ready"
+
+stage a no-control centroid dynamic plain_autoencoder &&
+  [ "$(left)" -gt 120 ] && stage b control centroid dynamic plain_autoencoder &&
+  [ "$(left)" -gt 200 ] && stage c control centroid dynamic plain_autoencoder centroid_lr1e-4 dynamic_lr1e-4 \
+    plain_autoencoder_lr1e-4
+
+say "archive"
+find "$RUNS/capsules" \( -name metrics.json -o -name metrics.jsonl -o -name protocol.json \
+  -o -name config.yaml -o -name report.md \) > /tmp/keep.txt
+find "$RUNS/capsules" -path '*/seed0/*' -name '*.png' >> /tmp/keep.txt
+find "$OUT" -name '*.png' >> /tmp/keep.txt  # at most 8 files come back: the curves' plots go in the archive
+tar czf "$OUT/runs.tgz" -T /tmp/keep.txt && find "$OUT" -name '*.png' -delete
+nvidia-smi --query-gpu=memory.used --format=csv,noheader
+say "end"
