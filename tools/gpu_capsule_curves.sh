@@ -13,6 +13,11 @@
 # (the same command with --seeds K reuses them all; a verdict needs 8). OUT/runs.tgz holds every
 # run's metrics, protocol, config and report (no checkpoints), seed 0's pictures and the stages'
 # plots; with OUT/log.txt and each stage's curves_capsules.md / .json that is at most 8 files.
+#
+# On the device machine (no trimesh, which `data synth` needs), from the repository root:
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl &&
+#     PYTHONPATH=/tmp/site bash tools/gpu_capsule_curves.sh $OUT 545 8
+# with the trimesh wheel in .whl (carried; `pip download --no-deps trimesh==5.2.0 -d .whl` here).
 set -u
 OUT=${1:?usage: tools/gpu_capsule_curves.sh OUT [DEADLINE_S] [JOBS]}
 DEADLINE=${2:-540}
