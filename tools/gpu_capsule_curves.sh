@@ -35,28 +35,38 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "[$(($(date +%s) - START)) s] $*"; }
 
-# the seeds 0..K-1 for which every cell of the variants given (with "control": and dynamic's A/A)
-# has finished
+# the seeds 0..K-1 for which every cell of the variants given (with "control": and the A/A
+# control's) has finished, in the folders `bench curves` plans (curve_runs.plan, Cell.folder)
 finished_seeds() {  # finished_seeds control|no-control VARIANT...
   "$PY" - "$RUNS/capsules" "$BUDGET" "$@" <<'EOF'
 import sys
 from pathlib import Path
-root, budget, control, variants = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
-cells = [(v, 0) for v in variants] + ([("dynamic", 1000)] if control == "control" else [])
+
+from pointabstract.bench.curve_runs import plan
+from pointabstract.bench.curves import COMPARISONS, Comparison
+
+runs, budget, control, variants = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "control", sys.argv[4:]
+base = COMPARISONS["capsules"]
+keep = set(variants) | {base.method, base.control}  # as `bench curves --variants` keeps them
+comp = Comparison(**{**base.__dict__, "variants": {v: o for v, o in base.variants.items() if v in keep},
+                     "pairs": ()})
 k = 0
-while k < 8 and all((root / v / f"steps{budget}" / f"seed{k + off}" / "metrics.json").is_file() for v, off in cells):
+while k < 8 and all((c.folder(runs, comp.unit) / "metrics.json").is_file()
+                    for c in plan(comp, [budget], [k], control=control)):
     k += 1
 print(k)
 EOF
 }
+
+# `bench curves capsules` at this script's budget, data and folders; each call adds its own options
+CURVES=("$PY" -m pointabstract.cli bench curves capsules --budgets "$BUDGET" --threads 1 --runs "$RUNS" --data "$DATA")
 
 stage() {  # stage NAME control|no-control VARIANT...
   local name=$1 control=$2; shift 2
   local flag=()
   [ "$control" = control ] || flag=(--no-control)
   say "stage $name: bench curves capsules ${flag[*]} --variants $*"
-  setsid "$PY" -m pointabstract.cli bench curves capsules --budgets "$BUDGET" --seeds 8 --threads 1 \
-    --jobs "$JOBS" "${flag[@]}" --variants "$@" --runs "$RUNS" --data "$DATA" --results "$OUT/$name" &
+  setsid "${CURVES[@]}" --seeds 8 --jobs "$JOBS" "${flag[@]}" --results "$OUT/$name" --variants "$@" &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$(left)" -le "$RESERVE" ]; then
@@ -67,8 +77,7 @@ stage() {  # stage NAME control|no-control VARIANT...
       k=$(finished_seeds "$control" "$@")
       say "stage $name: seeds 0..$((k - 1)) finished in every cell"
       if [ "$k" -ge 1 ]; then
-        "$PY" -m pointabstract.cli bench curves capsules --budgets "$BUDGET" --seeds "$k" --threads 1 \
-          --jobs 1 "${flag[@]}" --variants "$@" --runs "$RUNS" --data "$DATA" --results "$OUT/$name" | tail -n 60
+        "${CURVES[@]}" --seeds "$k" --jobs 1 "${flag[@]}" --results "$OUT/$name" --variants "$@" | tail -n 60
       fi
       return 1
     fi
@@ -88,8 +97,9 @@ nproc
 
 # the kernels compile in the background (a run that needs one first compiles it too; numba writes
 # each cache entry atomically); the runs wait for the data only
-for group in knn_xyz knn_features fps ball_query attention reduce; do
-  for which in parallel serial; do nice "$PY" -m pointabstract.ops.kernels.warm "$group:$which" > /dev/null 2>&1 & done
+for job in $("$PY" -c "from pointabstract.ops.kernels.warm import GROUPS, PASSES
+print(*(f'{g}:{p}' for g in GROUPS for p in PASSES))"); do
+  nice "$PY" -m pointabstract.ops.kernels.warm "$job" > /dev/null 2>&1 &
 done
 if [ -d "$DATA" ]; then echo "$DATA is there"
 else "$PY" -m pointabstract.cli data synth --level hard --out "$DATA" 2>&1 | tail -n 3; fi
