@@ -100,10 +100,13 @@ def _eval(args: argparse.Namespace) -> int:
     # the figure sections the viewer draws, by name: each run's task says which of them its report
     # carries (engine/tasks/base.py::Task.figures); the neighbourhood figure only when asked for
     found: dict = {}  # the neighbourhood section's metrics, shown again by the page
-    sections = {"capsules": _capsule_section, "segmentation": _segmentation_section,
+    shared = _SharedSession()  # the capsule figure and the page score the retrieval pool once
+    sections = {"capsules": lambda run, out: _capsule_section(run, out, shared),
+                "segmentation": _segmentation_section,
                 "neighbourhoods": lambda run, out: _kept(_neighbourhood_section(run, out), found),
                 "viewer": lambda run, out: _render_section(
-                    "browser viewer", lambda r, o: _viewer_section(r, o, found.get(AGREEMENT)), run, out)}
+                    "browser viewer", lambda r, o: _viewer_section(r, o, found.get(AGREEMENT), shared),
+                    run, out)}
     if not args.neighbourhoods:
         del sections["neighbourhoods"]
     metrics = evaluate_checkpoint(args.checkpoint, data_root=args.data, out_dir=args.out, votes=args.votes,
@@ -136,16 +139,33 @@ def _kept(section: tuple[str, dict], found: dict) -> tuple[str, dict]:
     return section
 
 
-def _viewer_section(run, out: Path, agreement: dict | None = None) -> tuple[str, dict]:
+class _SharedSession:
+    """One eval's viewer session of its run, built on first use: the capsule figure's caption and
+    the browser page then share its pool scores (``CapsuleSession.pool_scores``, computed once)
+    instead of each scoring the 64-shape retrieval pool again."""
+
+    def __init__(self):
+        self._run, self._session = None, None
+
+    def __call__(self, run):
+        from .viz.tasks import SESSIONS
+
+        if self._run is not run:
+            self._run, self._session = run, SESSIONS[run.config.task](run)
+        return self._session
+
+
+def _viewer_section(run, out: Path, agreement: dict | None = None,
+                    session: _SharedSession | None = None) -> tuple[str, dict]:
     """The browser viewer (viewer.html beside report.md: 16 test shapes, every task) and the
-    report's link to it."""
+    report's link to it. ``session`` builds (or hands back) the run's viewer session."""
     from .viz.tasks import PAGE_HELP, SESSIONS, write_html
 
     if run.config.task not in SESSIONS:
         return "", {}
     if not getattr(run.model, "has_capsules", True):  # the reconstruction viewer shows capsules
         return _NO_CAPSULES.format(what="viewer page", model=run.config.model), {}
-    page = write_html(SESSIONS[run.config.task](run), out / "viewer.html", agreement=agreement)
+    page = write_html((session or _SharedSession())(run), out / "viewer.html", agreement=agreement)
     size = page.stat().st_size / 1e6
     what = PAGE_HELP[run.config.task]
     return ("## Interactive viewer\n\n"
@@ -183,15 +203,16 @@ def _neighbourhood_section(run, out: Path) -> tuple[str, dict]:
     return _render_section("neighbourhood figure", build, run, out)
 
 
-def _capsule_section(run, out: Path) -> tuple[str, dict]:
+def _capsule_section(run, out: Path, session: _SharedSession | None = None) -> tuple[str, dict]:
     """The viewer's capsule figure (capsules.png: the points each latent capsule decodes, as in
     Centroid Transformers Fig. 5) as an eval report section (of the runs whose task names
-    ``capsules`` in its ``figures``: reconstruction)."""
+    ``capsules`` in its ``figures``: reconstruction). ``session``: see :func:`_viewer_section`."""
     from .viz import capsule_section
 
     if not getattr(run.model, "has_capsules", True):
         return _NO_CAPSULES.format(what="capsule figure", model=run.config.model), {}
-    return _render_section("capsule figure", capsule_section, run, out)
+    shared = session or _SharedSession()
+    return _render_section("capsule figure", lambda r, o: capsule_section(shared(r), o), run, out)
 
 
 def _segmentation_section(run, out: Path) -> tuple[str, dict]:

@@ -121,3 +121,21 @@ def test_view_png_of_an_autoencoder_in_a_fresh_process_without_display(o3d, ae, 
     assert red[:, :200].sum() > 0 and red[:, 200:].sum() > 0  # on the input and on the reconstruction
     backend = png_backend(out)
     assert backend in ("offscreen", "legacy", "software") and f"drawn by the {backend} renderer" in proc.stdout
+
+
+def test_eval_scores_the_retrieval_pool_once_for_the_figure_and_the_page(o3d, ae, tmp_path, capsys,
+                                                                          monkeypatch):
+    """The engine's evaluation scores the pool; the capsule figure's caption and viewer.html share
+    one session, so the pool is scored twice in all, not three times."""
+    from pointabstract.engine.tasks.reconstruction_pool import RetrievalPool
+
+    calls = []
+    score = RetrievalPool.score
+    monkeypatch.setattr(RetrievalPool, "score", lambda self, *a, **k: calls.append(1) or score(self, *a, **k))
+    code, _, err = _run(capsys, "eval", ae[0], "--out", tmp_path / "report", main=main_cli.main)
+    assert code == 0, err
+    assert (tmp_path / "report" / "capsules.png").is_file() and (tmp_path / "report" / "viewer.html").is_file()
+    page = (tmp_path / "report" / "viewer.html").read_text()
+    caption = (tmp_path / "report" / "report.md").read_text()
+    assert "retrieval" in page and "retrieval" in caption
+    assert len(calls) == 2
