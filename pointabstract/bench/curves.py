@@ -117,10 +117,11 @@ COMPARISONS: dict[str, Comparison] = {
         extra=_CAPSULE_EXTRA, pairs=_CAPSULE_PAIRS,
         verdict_metrics={"retrieval": "max"}, control="dynamic", decisive=5,
         notes=("The demo-sized models of `make demo` (64 x 8 primary -> 8 x 32 latent capsules, decoder "
-               "width 256, centroid attention's mean update; 512 points of the easy level, batch 16, Adam), "
-               "where they reconstruct within minutes of CPU; `capsules` is the paper-sized comparison. "
-               "`plain_autoencoder` is the floor (`pointnet_ae_demo`); `_lr1e-4` rows use the paper's "
-               "learning rate (the others: 1e-3). " + _RETRIEVAL_NOTE,)),
+               "width 256, centroid attention's mean update; 512 points of the easy level, batch 16, Adam "
+               "with a cosine decay over the run's steps), where they reconstruct within minutes of CPU; "
+               "`capsules` is the paper-sized comparison. `plain_autoencoder` is the floor "
+               "(`pointnet_ae_demo`); `_lr1e-4` rows start the decay from the paper's learning rate (the "
+               "others: from make demo's 2e-3). " + _RETRIEVAL_NOTE,)),
     "sequoia_seg": Comparison(
         "Sequoia: tree attention segments parts better than softmax attention (82.7 vs 78.8 instance mIoU)",
         {"sequoia": {"model": "sequoia_seg_demo"}, "softmax": {"model": "softmax_seg_demo"},
