@@ -35,38 +35,40 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
 say() { echo "[$(($(date +%s) - START)) s] $*"; }
 
-# the seeds 0..K-1 for which every cell of the variants given (with "control": and the A/A
-# control's) has finished, in the folders `bench curves` plans (curve_runs.plan, Cell.folder)
-finished_seeds() {  # finished_seeds control|no-control VARIANT...
-  "$PY" - "$RUNS/capsules" "$BUDGET" "$@" <<'EOF'
+# `bench curves` at this script's comparison, budget, data and folders; each call adds its own options
+ARGS=(capsules --budgets "$BUDGET" --threads 1 --runs "$RUNS" --data "$DATA")
+CURVES=("$PY" -m pointabstract.cli bench curves "${ARGS[@]}")
+
+# the K for which seeds 0..K-1 of every cell that `bench curves ARGS OPTIONS...` trains have finished,
+# read from the same options through its own parser (bench.curves.selected) and plan (curve_runs.plan)
+finished_seeds() {  # finished_seeds OPTIONS...
+  "$PY" - "${ARGS[@]}" "$@" <<'EOF'
+import argparse
 import sys
 from pathlib import Path
 
 from pointabstract.bench.curve_runs import plan
-from pointabstract.bench.curves import COMPARISONS, Comparison
+from pointabstract.bench.curves import add_arguments, selected
 
-runs, budget, control, variants = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "control", sys.argv[4:]
-base = COMPARISONS["capsules"]
-keep = set(variants) | {base.method, base.control}  # as `bench curves --variants` keeps them
-comp = Comparison(**{**base.__dict__, "variants": {v: o for v, o in base.variants.items() if v in keep},
-                     "pairs": ()})
+parser = argparse.ArgumentParser()
+add_arguments(parser)
+args = parser.parse_args(sys.argv[1:])
+budgets, comp = selected(args)
+runs = Path(args.runs) / args.comparison
 k = 0
-while k < 8 and all((c.folder(runs, comp.unit) / "metrics.json").is_file()
-                    for c in plan(comp, [budget], [k], control=control)):
+while k < args.seeds and all((c.folder(runs, comp.unit) / "metrics.json").is_file()
+                             for c in plan(comp, budgets, [k], control=bool(comp.control))):
     k += 1
 print(k)
 EOF
 }
 
-# `bench curves capsules` at this script's budget, data and folders; each call adds its own options
-CURVES=("$PY" -m pointabstract.cli bench curves capsules --budgets "$BUDGET" --threads 1 --runs "$RUNS" --data "$DATA")
-
 stage() {  # stage NAME control|no-control VARIANT...
   local name=$1 control=$2; shift 2
-  local flag=()
-  [ "$control" = control ] || flag=(--no-control)
-  say "stage $name: bench curves capsules ${flag[*]} --variants $*"
-  setsid "${CURVES[@]}" --seeds 8 --jobs "$JOBS" "${flag[@]}" --results "$OUT/$name" --variants "$@" &
+  local opts=(--results "$OUT/$name" --variants "$@")
+  [ "$control" = control ] || opts+=(--no-control)
+  say "stage $name: bench curves ${opts[*]}"
+  setsid "${CURVES[@]}" --seeds 8 --jobs "$JOBS" "${opts[@]}" &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$(left)" -le "$RESERVE" ]; then
@@ -74,10 +76,12 @@ stage() {  # stage NAME control|no-control VARIANT...
       kill -9 -- -"$pid" 2>/dev/null
       wait "$pid" 2>/dev/null
       local k
-      k=$(finished_seeds "$control" "$@")
-      say "stage $name: seeds 0..$((k - 1)) finished in every cell"
+      k=$(finished_seeds --seeds 8 "${opts[@]}")
       if [ "$k" -ge 1 ]; then
-        "${CURVES[@]}" --seeds "$k" --jobs 1 "${flag[@]}" --results "$OUT/$name" --variants "$@" | tail -n 60
+        say "stage $name: seeds 0..$((k - 1)) finished in every cell"
+        "${CURVES[@]}" --seeds "$k" --jobs 1 "${opts[@]}" | tail -n 60
+      else
+        say "stage $name: no seed finished in every cell; no records"
       fi
       return 1
     fi

@@ -241,18 +241,25 @@ def _records(rows: list[dict], comp: Comparison, args: argparse.Namespace, budge
     return {"md": md, "json": json.dumps(data, indent=2)}
 
 
+def selected(args: argparse.Namespace) -> tuple[list[int], Comparison]:
+    """The budgets and the comparison that ``args`` (this command's options, checked) train: the
+    variants ``--variants`` keeps, the A/A control unless ``--no-control``, and only the further
+    pairs whose two variants are both kept."""
+    base = COMPARISONS[args.comparison]
+    budgets, variants = _check(args, base)
+    return budgets, Comparison(**{**base.__dict__, "variants": variants,
+                                  "control": None if args.no_control else base.control,
+                                  "pairs": tuple(p for p in base.pairs if set(p) <= set(variants))})
+
+
 def main(args: argparse.Namespace) -> int:
     """Train the curves (or reuse finished runs), then write and print the records."""
     from .protocol import current_protocol
     from .records import write_records
 
-    base = COMPARISONS[args.comparison]
-    budgets, variants = _check(args, base)
+    budgets, comp = selected(args)
+    variants = comp.variants
     extra = {"data.workers": args.workers, **({"data.root": args.data} if args.data else {})}
-    # a further pair is judged only when --variants keeps both of its variants
-    comp = Comparison(**{**base.__dict__, "variants": variants,
-                         "control": None if args.no_control else base.control,
-                         "pairs": tuple(p for p in base.pairs if set(p) <= set(variants))})
     root = Path(extra.get("data.root", comp.base.get("data.root", "")))
     if comp.base.get("data.root") and not root.is_dir():
         hard = comp.base["data.root"] == HARD
