@@ -12,6 +12,9 @@ variant's own folders, and pair with the control at seed ``s``.
 With ``jobs`` > 1 the cells go to a pool of ``jobs`` processes (spawned, each limited to the
 protocol's thread count) that take them from one queue in the order given; a run's result does
 not depend on which process trains it or on how many run beside it.
+
+A ledger (:mod:`.ledger`, ``--ledger``) carries finished runs' metrics where their folders are
+gone: a cell it records under the current protocol and the same settings is not trained again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .comparison import AA_OFFSET, SCALES, Comparison
+from .ledger import Ledger, settings_digest
 from .protocol import differences, read_protocol, write_protocol
 
 __all__ = ["Cell", "finished_metrics", "plan", "run_cells", "train_cell"]
@@ -115,27 +119,54 @@ def _row(comp: Comparison, cell: Cell, metrics: dict, stale: list[str]) -> dict:
     return row
 
 
+def _settings(comp: Comparison, cell: Cell, runs: Path, extra: dict) -> str:
+    from ..engine import load_config
+
+    out = cell.folder(runs, comp.unit)
+    return settings_digest(load_config(comp.preset, comp.overrides(cell.config, cell.budget, cell.train_seed,
+                                                                   out, extra)))
+
+
 def run_cells(comp: Comparison, cells: list[Cell], *, runs: Path, extra: dict, protocol: dict, jobs: int = 1,
-              keep_stale: bool = False, progress: Callable[[str], None] = print) -> list[dict]:
+              keep_stale: bool = False, ledger: Ledger | None = None,
+              progress: Callable[[str], None] = print) -> list[dict]:
     """Every cell's row, in the order of ``cells``: ``{"variant", "budget", "seed",
     ["trained_seed",] metric: value (scaled), ..., ["stale": why]}``. Each run trains with
     ``protocol["threads"]`` torch threads: in this process (``jobs`` = 1; its thread count is
-    restored afterwards) or in a pool of ``jobs`` spawned processes."""
+    restored afterwards) or in a pool of ``jobs`` spawned processes. With a ``ledger``
+    (:mod:`.ledger`), a cell it records under ``protocol`` with the same settings is taken from
+    it, and every other run finished under ``protocol`` is appended to it."""
     import torch
 
-    def report(cell: Cell, row: dict) -> None:
+    settings = {cell: _settings(comp, cell, runs, extra) for cell in cells} if ledger is not None else {}
+
+    def report(cell: Cell, row: dict, note: str = "") -> None:
         shown = row.get(comp.metric, "n/a")
         progress(f"{cell.variant} {comp.unit} {cell.budget} seed {cell.train_seed}: {comp.metric} {shown}"
-                 + (f" (stale, kept: {row['stale']})" if "stale" in row else ""))
+                 + (f" (stale, kept: {row['stale']})" if "stale" in row else "") + note)
+
+    def done(cell: Cell, metrics: dict, stale: list[str]) -> None:
+        rows[cell] = _row(comp, cell, metrics, stale)
+        if ledger is not None and not stale:
+            ran = read_protocol(cell.folder(runs, comp.unit))  # the commit it was trained at
+            ledger.add(cell.config, comp.unit, cell.budget, cell.train_seed, settings=settings[cell],
+                       protocol=ran if ran and not differences(ran, protocol) else protocol, metrics=metrics)
+        report(cell, rows[cell])
 
     rows: dict[Cell, dict] = {}
-    if jobs == 1:
+    for cell in cells:
+        recorded = ledger.find(cell.config, comp.unit, cell.budget, cell.train_seed, settings=settings[cell],
+                               protocol=protocol) if ledger is not None else None
+        if recorded is not None:
+            rows[cell] = _row(comp, cell, recorded, [])
+            report(cell, rows[cell], f" (from the ledger {ledger.path})")
+    todo = [c for c in cells if c not in rows]
+    if jobs == 1 or not todo:
         before = torch.get_num_threads()
         _set_threads(protocol["threads"])
         try:
-            for cell in cells:
-                rows[cell] = _row(comp, cell, *train_cell(comp, cell, runs, extra, protocol, keep_stale))
-                report(cell, rows[cell])
+            for cell in todo:
+                done(cell, *train_cell(comp, cell, runs, extra, protocol, keep_stale))
         finally:
             _set_threads(before)
         return [rows[c] for c in cells]
@@ -146,11 +177,9 @@ def run_cells(comp: Comparison, cells: list[Cell], *, runs: Path, extra: dict, p
                                initializer=_set_threads, initargs=(protocol["threads"],))
     try:
         futures = {pool.submit(train_cell, comp, cell, runs, extra, protocol, keep_stale): cell
-                   for cell in cells}
+                   for cell in todo}
         for future in as_completed(futures):
-            cell = futures[future]
-            rows[cell] = _row(comp, cell, *future.result())
-            report(cell, rows[cell])
+            done(futures[future], *future.result())
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)  # the runs under way finish; the rest never start
         raise

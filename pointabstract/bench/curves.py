@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .comparison import AA_OFFSET, LABELS, Comparison
 from .curve_report import markdown, paired_verdicts, plot_curves, verdicts
+from .ledger import Ledger
 from .parts import budget as parts_budget
 from .records import check_at_least
 
@@ -156,11 +157,12 @@ COMPARISONS: dict[str, Comparison] = {
 
 def curve_rows(comp: Comparison, *, budgets, seeds, runs: Path, extra: dict | None = None, threads: int = 1,
                jobs: int = 1, control: bool = True, keep_stale: bool = False, protocol: dict | None = None,
-               progress=print) -> list[dict]:
+               ledger=None, progress=print) -> list[dict]:
     """One row per (budget, seed, variant) and, with ``control``, per A/A cell, budget-major:
     ``{"variant", "budget", "seed", ["trained_seed",] metric: value (scaled), ..., ["stale"]}``
     (:func:`.curve_runs.run_cells`), every run under ``protocol`` (default: the current one with
-    ``threads`` threads)."""
+    ``threads`` threads); with a ``ledger`` (:class:`.ledger.Ledger`), its runs are taken from it
+    and the others recorded in it."""
     from .curve_runs import plan, run_cells
     from .protocol import current_protocol
     from .seeds import seed_list
@@ -169,7 +171,7 @@ def curve_rows(comp: Comparison, *, budgets, seeds, runs: Path, extra: dict | No
     protocol = protocol or current_protocol(threads, device=device)
     cells = plan(comp, budgets, seed_list(seeds), control=control)
     return run_cells(comp, cells, runs=Path(runs), extra=extra or {}, protocol=protocol, jobs=jobs,
-                     keep_stale=keep_stale, progress=progress)
+                     keep_stale=keep_stale, ledger=ledger, progress=progress)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,6 +197,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "training them again")
     parser.add_argument("--runs", default="runs/bench/curves", help="run folders (reused and resumed)")
     parser.add_argument("--results", default="runs/bench", help="where curves_<name>.md/.json/.png go")
+    parser.add_argument("--ledger", help="a JSON Lines record of finished runs (one line each: cell, "
+                        "settings, protocol, final metrics): runs it holds under the current protocol are "
+                        "not trained again, every other finished run is appended; a curve continues "
+                        "from it on another machine or after its run folders are gone")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader workers of every run")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and write nothing")
 
@@ -229,15 +235,23 @@ def _check(args: argparse.Namespace, comp: Comparison) -> tuple[list[int], dict[
 
 
 def _records(rows: list[dict], comp: Comparison, args: argparse.Namespace, budgets: list[int], extra: dict,
-             protocol: dict) -> dict:
+             protocol: dict, ledger: Ledger | None = None) -> dict:
     command = "pointabstract " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else \
         f"pointabstract bench curves {args.comparison}"
     data = {"comparison": args.comparison, "claim": comp.doc, "unit": comp.unit, "budgets": budgets,
             "seeds": args.seeds, "method": comp.method, "metric": comp.metric, "mode": comp.mode,
             "verdict_metrics": comp.judged, "control": None if args.no_control else comp.control,
             "decisive": comp.decisive, "protocol": protocol, "jobs": args.jobs, "overrides": dict(extra),
-            "rows": rows, "paired": paired_verdicts(rows, comp), "spread_screen": verdicts(rows, comp)}
+            "rows": rows, "paired": paired_verdicts(rows, comp), "spread_screen": verdicts(rows, comp),
+            "ledger": str(ledger.path) if ledger is not None else None}
     md = markdown(rows, comp, args.comparison, command, args.seeds, protocol=protocol, jobs=args.jobs)
+    if ledger is not None:
+        mine = [e for e in ledger.entries if e["comparison"] == args.comparison]
+        commits = sorted({str(e["protocol"].get("commit")) for e in mine})
+        plural = "s" if len(commits) != 1 else ""
+        md += (f"\nThe runs of this protocol are recorded in the ledger `{ledger.path}` ({len(mine)} runs of "
+               f"{args.comparison}, trained at commit{plural} {', '.join(commits)}; the training code and "
+               "thread count of each match the protocol above).\n")
     return {"md": md, "json": json.dumps(data, indent=2)}
 
 
@@ -275,10 +289,12 @@ def main(args: argparse.Namespace) -> int:
               f"under {runs}; {args.threads} thread(s) per run, {args.jobs} at a time")
         return 0
     protocol = current_protocol(args.threads, device=str(comp.base.get("device", "auto")))
+    ledger = Ledger(args.ledger, args.comparison) if args.ledger else None
     rows = curve_rows(comp, budgets=budgets, seeds=args.seeds, runs=runs, extra=extra, jobs=args.jobs,
-                      control=bool(comp.control), keep_stale=args.keep_stale, protocol=protocol)
+                      control=bool(comp.control), keep_stale=args.keep_stale, protocol=protocol,
+                      ledger=ledger)
     name, results = f"curves_{args.comparison}", Path(args.results)
-    texts = _records(rows, comp, args, budgets, extra, protocol)
+    texts = _records(rows, comp, args, budgets, extra, protocol, ledger)
     write_records({results / f"{name}.md": texts["md"], results / f"{name}.json": texts["json"]},
                   measured=len(rows), what="bench curves")
     plot_curves(rows, comp, results / f"{name}.png", f"{args.comparison}: {LABELS.get(comp.metric)}, "

@@ -88,14 +88,16 @@ def test_tiny_curves_train_through_the_engine_and_reuse_finished_runs(tiny_capsu
 def _args(tmp_path, **kw):
     base = dict(comparison="capsules", budgets=[1, 3], seeds=2, data=None, variants=None, workers=0,
                 runs=str(tmp_path / "runs"), results=str(tmp_path / "bench"), dry_run=False, threads=1, jobs=1,
-                no_control=False, keep_stale=False)
+                no_control=False, keep_stale=False, ledger=None)
     return argparse.Namespace(**{**base, **kw})
 
 
 def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(curves.COMPARISONS, "capsules", tiny_capsules)
-    assert main(_args(tmp_path)) == 0
+    assert main(_args(tmp_path, ledger=str(tmp_path / "ledger.jsonl"))) == 0
     md = (tmp_path / "bench" / "curves_capsules.md").read_text()
+    assert f"recorded in the ledger `{tmp_path / 'ledger.jsonl'}` (8 runs of capsules, trained at commit" in md
+    assert len((tmp_path / "ledger.jsonl").read_text().splitlines()) == 8
     assert "| centroid (paper method) |" in md and "| 1 steps | 3 steps |" in md and "## Paired verdict" in md
     assert "- vs dynamic (1: " in md and "Protocol: commit " in md and "1 thread per run" in md
     assert "too few seeds for a paired verdict (2 pairs, at least 8 needed)" in md
