@@ -16,6 +16,7 @@ Any dataset root works: ``pointabstract data info /data/shapes`` (ROOT defaults 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -253,7 +254,8 @@ def _synth(args: argparse.Namespace) -> int:
     kwargs = {"nuisances": Nuisances(**{name: False for name in off})} if args.level == "hard" else {}
     import trimesh.creation  # noqa: F401  (its own imports catch BaseException: an interrupt there is lost)
 
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill: the staging folder goes too
+    # a scheduler's kill: the staging folder goes too (in this process only, not in the pool's workers)
+    previous = signal.signal(signal.SIGTERM, partial(_interrupt, os.getpid()))
     try:
         result = generate(out, level=args.level, train_per_class=args.train_per_class,
                           test_per_class=args.test_per_class, num_points=args.num_points, seed=args.seed,
@@ -269,8 +271,16 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupt(signum, frame) -> None:
-    """SIGTERM during ``data synth``: raised as KeyboardInterrupt, so the staging folder is removed."""
+def _interrupt(owner: int, signum, frame) -> None:
+    """SIGTERM during ``data synth``: raised as KeyboardInterrupt in the command's own process
+    (``owner``), so the staging folder is removed. The generator's forked pool workers inherit
+    this handler, and the pool ends them with SIGTERM when it closes: there the signal takes its
+    default action at once. (Raised in a worker, it printed a worker's traceback into `make demo`
+    and could leave the pool's task-queue lock held, so that closing the pool hung.)"""
+    if os.getpid() != owner:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt
 
 
