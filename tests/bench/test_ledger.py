@@ -6,23 +6,9 @@ import shutil
 
 import pytest
 
-from pointabstract.bench.comparison import Comparison
 from pointabstract.bench.curve_runs import plan, run_cells
 from pointabstract.bench.ledger import Ledger, settings_digest
 from pointabstract.bench.protocol import current_protocol
-from tests.fixtures import tiny_sizes, write_tiny_synthetic
-
-
-@pytest.fixture(scope="module")
-def tiny_cls(tmp_path_factory):
-    root = write_tiny_synthetic(tmp_path_factory.mktemp("synth"))
-    base = {"task": "classification", "data.dataset": "modelnet40", "data.root": str(root), "data.num_points": 64,
-            "data.batch_size": 8, "data.eval_batch_size": 16, "data.workers": 0, "optim.epochs": 10**6,
-            "log.eval_every": 10**6}
-    return Comparison("a claim", {"ca": {"model": "centroid_transformer", **tiny_sizes("centroid_transformer")},
-                                  "fps": {"model": "ct_fps_only", **tiny_sizes("ct_fps_only")}},
-                      method="ca", metric="overall_accuracy", mode="max", unit="steps", budgets=(1, 2),
-                      base=base, control="fps", extra=("mean_class_accuracy",))
 
 
 def _quiet(_):
