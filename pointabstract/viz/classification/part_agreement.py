@@ -62,8 +62,14 @@ def neighbour_agreement(points, labels, k: int) -> np.ndarray:
     x, lab = _check_points_labels(points, labels, k)
     d = torch.cdist(x[None], x[None], compute_mode="donot_use_mm_for_euclid_dist")[0]  # (M, M), exact
     d.fill_diagonal_(float("inf"))
-    idx = torch.sort(d, dim=1, stable=True).indices[:, :k]  # (M, K) indices into the M points
-    return (lab[idx] == lab[:, None]).double().mean(1).numpy()
+    # the K nearest without sorting each row: every point nearer than the K-th distance, then
+    # those at exactly that distance by increasing index until K are taken (a stable sort's order)
+    kth = torch.kthvalue(d, k, dim=1, keepdim=True).values  # (M, 1)
+    nearer = d < kth
+    at_kth = d == kth
+    taken = nearer | (at_kth & (at_kth.cumsum(1) <= k - nearer.sum(1, keepdim=True)))  # (M, M), K per row
+    same = lab[None, :] == lab[:, None]
+    return ((taken & same).sum(1).double() / k).numpy()
 
 
 def neighbour_agreement_naive(points, labels, k: int) -> np.ndarray:

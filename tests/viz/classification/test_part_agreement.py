@@ -42,6 +42,15 @@ def test_fast_matches_naive_on_random_features():
         np.testing.assert_allclose(neighbour_agreement(x, lab, k), neighbour_agreement_naive(x, lab, k))
 
 
+def test_fast_matches_naive_where_many_distances_tie():
+    # points on a small integer grid: most distances tie, often right at the K-th neighbour
+    for seed, (m, c, k) in enumerate([(40, 2, 7), (60, 3, 20), (25, 1, 24)]):
+        rng = np.random.default_rng(seed)
+        x = rng.integers(0, 3, (m, c)).astype(np.float64)
+        lab = rng.integers(0, 3, m)
+        np.testing.assert_allclose(neighbour_agreement(x, lab, k), neighbour_agreement_naive(x, lab, k))
+
+
 def test_block_points_take_the_part_of_their_nearest_input_point():
     block = np.array([[0.4, 0, 0], [10.6, 0, 0], [1.9, 0.1, 0]], dtype=np.float32)
     assert block_part_labels(block, LINE.astype(np.float32), PARTS).tolist() == [0, 1, 0]
