@@ -67,6 +67,11 @@ def _capsule_variants(size: str) -> dict[str, dict]:
 _CAPSULE_PAIRS = (("centroid_lr1e-4", "dynamic_lr1e-4"), ("centroid_lr1e-4", "em_lr1e-4"),
                   ("centroid_lr1e-4", "plain_autoencoder_lr1e-4"), ("dynamic", "plain_autoencoder"),
                   ("em", "plain_autoencoder"))
+# mechanism check at make demo's size: each routing with 3D-PointCapsNet's decoder (one MLP per point
+# slot, `model.decoders=0`) instead of the demo's one shared MLP, paired with the same routing as is
+_DECODER_CHECK = {f"{label}_per_slot_decoder": {"model": f"capsule_ae_demo_{short}", "model.decoders": 0}
+                  for label, short in (("centroid", "ca"), ("dynamic", "dr"))}
+_DECODER_PAIRS = (("centroid_per_slot_decoder", "centroid"), ("dynamic_per_slot_decoder", "dynamic"))
 # the scores every capsule comparison shows beside its verdicts on Chamfer and retrieval
 _CAPSULE_EXTRA = ("specificity", "diversity", "sampling_floor", "capsule_spread", "purity", "fscore")
 EASY = "datasets/synthetic"  # `pointabstract data synth --out datasets/synthetic` (make demo makes it)
@@ -112,17 +117,20 @@ COMPARISONS: dict[str, Comparison] = {
     "capsules_demo": Comparison(
         "Centroid Transformers Table 4 at make demo's size: centroid-attention routing reconstructs better "
         "than dynamic routing",
-        _capsule_variants("demo"), method="centroid", metric="chamfer", mode="min", unit="epochs",
-        budgets=(1, 5, 10),
+        {**_capsule_variants("demo"), **_DECODER_CHECK}, method="centroid", metric="chamfer", mode="min",
+        unit="epochs", budgets=(1, 5, 10),
         preset="capsules_demo_dr", base={"data.root": EASY, "log.eval_every": _FOREVER},
-        extra=_CAPSULE_EXTRA, pairs=_CAPSULE_PAIRS,
+        extra=_CAPSULE_EXTRA, pairs=_CAPSULE_PAIRS + _DECODER_PAIRS,
         verdict_metrics={"retrieval": "max"}, control="dynamic", decisive=5,
         notes=("The demo-sized models of `make demo` (64 x 8 primary -> 8 x 32 latent capsules, decoder "
                "width 256, centroid attention's mean update; 512 points of the easy level, batch 16, Adam "
                "with a cosine decay over the run's steps), where they reconstruct within minutes of CPU; "
                "`capsules` is the paper-sized comparison. `plain_autoencoder` is the floor "
                "(`pointnet_ae_demo`); `_lr1e-4` rows start the decay from the paper's learning rate (the "
-               "others: from make demo's 2e-3). " + _RETRIEVAL_NOTE,)),
+               "others: from make demo's 2e-3). " + _RETRIEVAL_NOTE,
+               "Mechanism check: `*_per_slot_decoder` decodes with 3D-PointCapsNet's decoder, one MLP per "
+               "point slot (`model.decoders=0`, each capsule's 64 points from 64 MLPs), instead of the demo's "
+               "one shared MLP (`decoders=1`); each is paired with its own routing as is.")),
     "sequoia_seg": Comparison(
         "Sequoia: tree attention segments parts better than softmax attention (82.7 vs 78.8 instance mIoU)",
         {"sequoia": {"model": "sequoia_seg_demo"}, "softmax": {"model": "softmax_seg_demo"},
