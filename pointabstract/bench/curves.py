@@ -129,8 +129,8 @@ COMPARISONS: dict[str, Comparison] = {
                "(`pointnet_ae_demo`); `_lr1e-4` rows start the decay from the paper's learning rate (the "
                "others: from make demo's 2e-3). " + _RETRIEVAL_NOTE,
                "Mechanism check: `*_per_slot_decoder` decodes with 3D-PointCapsNet's decoder, one MLP per "
-               "point slot (`model.decoders=0`, each capsule's 64 points from 64 MLPs), instead of the demo's "
-               "one shared MLP (`decoders=1`); each is paired with its own routing as is.")),
+               "point slot (`model.decoders=0`, each capsule's 64 points from 64 MLPs), instead of the "
+               "demo's one shared MLP (`decoders=1`); each is paired with its own routing as is.")),
     "sequoia_seg": Comparison(
         "Sequoia: tree attention segments parts better than softmax attention (82.7 vs 78.8 instance mIoU)",
         {"sequoia": {"model": "sequoia_seg_demo"}, "softmax": {"model": "softmax_seg_demo"},

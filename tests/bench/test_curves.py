@@ -237,3 +237,24 @@ def test_the_demo_capsule_comparison_trains_make_demos_capsule_stage():
             (theirs.optim, theirs.data.root, theirs.data.num_points, theirs.data.batch_size)
     lr = load_config(comp.preset, comp.overrides("centroid_lr1e-4", 5, 0, "out", {}))
     assert lr.optim.lr == 1e-4 and lr.model == "capsule_ae_demo_ca"
+
+
+def test_the_decoder_check_changes_only_the_decoder_and_builds_it():
+    """``*_per_slot_decoder`` is its routing as make demo trains it with 3D-PointCapsNet's decoder
+    (one MLP per point slot) instead of one shared MLP, and is paired with that routing as is."""
+    from pointabstract.engine import load_config
+    from pointabstract.models import build_model
+
+    comp = curves.COMPARISONS["capsules_demo"]
+    for routing in ("centroid", "dynamic"):
+        check = f"{routing}_per_slot_decoder"
+        assert (check, routing) in comp.pairs
+        ours = load_config(comp.preset, comp.overrides(check, 5, 0, "out", {}))
+        base = load_config(comp.preset, comp.overrides(routing, 5, 0, "out", {}))
+        assert ours.model == base.model
+        assert {k: v for k, v in ours.model_args.items() if k != "decoders"} == \
+            {k: v for k, v in base.model_args.items() if k != "decoders"}
+        assert (ours.model_args["decoders"], base.model_args.get("decoders", 1)) == (0, 1)
+        slots = build_model(ours.model, **ours.model_args).decoder
+        shared = build_model(base.model, **base.model_args).decoder
+        assert (slots.groups, shared.groups) == (slots.points_per_capsule, 1)
