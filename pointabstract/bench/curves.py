@@ -69,8 +69,8 @@ _CAPSULE_PAIRS = (("centroid_lr1e-4", "dynamic_lr1e-4"), ("centroid_lr1e-4", "em
                   ("em", "plain_autoencoder"))
 # mechanism check at make demo's size: each routing with 3D-PointCapsNet's decoder (one MLP per point
 # slot, `model.decoders=0`) instead of the demo's one shared MLP, paired with the same routing as is
-_DECODER_CHECK = {f"{label}_per_slot_decoder": {"model": f"capsule_ae_demo_{short}", "model.decoders": 0}
-                  for label, short in (("centroid", "ca"), ("dynamic", "dr"))}
+_DECODER_CHECK = {f"{label}_per_slot_decoder": {**_capsule_variants("demo")[label], "model.decoders": 0}
+                  for label in ("centroid", "dynamic")}
 _DECODER_PAIRS = (("centroid_per_slot_decoder", "centroid"), ("dynamic_per_slot_decoder", "dynamic"))
 # the scores every capsule comparison shows beside its verdicts on Chamfer and retrieval
 _CAPSULE_EXTRA = ("specificity", "diversity", "sampling_floor", "capsule_spread", "purity", "fscore")
