@@ -78,3 +78,26 @@ def test_without_part_labels_the_figure_and_section_say_so(o3d, tmp_path_factory
     assert Image.open(tmp_path / "capsules.png").size[0] > 0
     with pytest.raises(ValueError, match="coloring 'parts' needs per-point part labels"):
         CapsuleViewerState(session, coloring="parts")
+
+
+def test_the_title_names_the_settings_a_run_changed_from_its_registry_model(runs):
+    """A variant such as ``model.decoders=0`` must not be titled as the registry model itself."""
+    import dataclasses
+
+    from pointabstract.models import model_config
+    from pointabstract.viz.capsules.figures import _title
+
+    (dr, _), _ = runs
+    session = load_session(dr)
+    title = _title([session])
+    default, used = model_config(session.config.model), session.config.model_config()
+    assert "capsule_ae_demo_dr with " in title
+    changed = [k for k in session.config.model_args if getattr(used, k) != getattr(default, k)]
+    assert len(changed) >= 3  # the tiny test model's sizes
+    for key in session.config.model_args:
+        assert (f"{key}={getattr(used, key)}" in title) == (key in changed), (key, title)
+    plain = dataclasses.replace(session, config=dataclasses.replace(session.config, model_args={}))
+    assert "(capsule_ae_demo_dr, last.pt)" in _title([plain])
+    # a setting equal to the registry default is not a change
+    same = dataclasses.replace(session.config, model_args={"decoders": plain.config.model_config().decoders})
+    assert "(capsule_ae_demo_dr, last.pt)" in _title([dataclasses.replace(session, config=same)])
