@@ -13,11 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from .comparison import AA_OFFSET, LABELS, Comparison
 from .paired import MIN_SEEDS, RESAMPLES, paired, verdict, within_floor
 from .protocol import describe
 
-__all__ = ["in_words", "markdown", "paired_verdicts", "plot_curves", "summaries", "verdicts"]
+__all__ = ["in_words", "markdown", "paired_budget", "paired_verdicts", "plot_curves", "plot_paired",
+           "summaries", "verdicts"]
 
 _STALE = "†"
 
@@ -259,3 +262,75 @@ def plot_curves(rows: list[dict], comp: Comparison, path: Path, title: str) -> N
     fig.savefig(tmp)
     plt.close(fig)
     os.replace(tmp, path)
+
+
+# the colour of a paired row by its verdict; the A/A control's row and floor band in grey
+_VERDICT_COLOURS = {"ahead": "#1b7837", "behind": "#b2182b", "not distinguishable": "#4d4d4d",
+                    "too few seeds": "#9e9e9e"}
+
+
+def paired_budget(rows: list[dict], comp: Comparison) -> int | None:
+    """The budget a paired plot shows: the decisive one where it was run, else the largest run."""
+    budgets = sorted({r["budget"] for r in rows})
+    if not budgets:
+        return None
+    return comp.decisive if comp.decisive in budgets else budgets[-1]
+
+
+def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> bool:
+    """The evidence behind the paired verdict, one row per difference at :func:`paired_budget`: every
+    seed's difference (dots), their mean (diamond) with its 95 % interval (bar), coloured by the
+    verdict, and the A/A control's interval as a grey band across all rows (the noise floor), for the
+    comparison's main metric. Returns False (and draws nothing) when no difference has a seed pair."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    budget = paired_budget(rows, comp)
+    entry = paired_verdicts(rows, comp).get(comp.metric, {}).get(budget) if budget is not None else None
+    if not entry:
+        return False
+    shown = [(f"{s['first']} - {s['second']}", s) for s in [*entry["vs"].values(), *entry["pairs"].values()]]
+    control = entry["control"]
+    if control is not None:
+        shown.append((f"A/A: {comp.control} (seeds + {AA_OFFSET}) - {comp.control}", control))
+    shown = [(label, s) for label, s in shown if s["n"]]
+    if not shown:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * len(shown)), dpi=110)
+    if control is not None and control["n"]:
+        ax.axvspan(control["low"], control["high"], color="0.85", zorder=0,
+                   label=f"A/A interval (noise floor) [{control['low']:+.3g}, {control['high']:+.3g}]")
+    ax.axvline(0, color="black", linewidth=0.8, zorder=1)
+    for y, (_, s) in enumerate(reversed(shown)):
+        is_control = s is control
+        colour = "#7f7f7f" if is_control else _VERDICT_COLOURS[s["verdict"]]
+        offsets = (np.arange(s["n"]) - (s["n"] - 1) / 2) * (0.3 / max(s["n"], 1))
+        ax.scatter(s["diffs"], y + offsets, s=14, color=colour, alpha=0.55, zorder=2)
+        ax.hlines(y, s["low"], s["high"], color=colour, linewidth=3, zorder=3)
+        ax.scatter([s["mean"]], [y], marker="D", s=46, color=colour, edgecolor="black", zorder=4)
+        floor = "; within the A/A floor" if s.get("within_floor") else ""
+        word = "(floor)" if is_control else s["verdict"] + floor
+        ax.annotate(f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]  {s['wins']}/{s['losses']}  "
+                    f"{word}", (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8,
+                    color=colour)
+    ax.set_yticks(range(len(shown)), [label for label, _ in reversed(shown)], fontsize=8)
+    ax.set_ylim(-0.7, len(shown) - 0.3)
+    better = "higher" if comp.mode == "max" else "lower"
+    n = max(s["n"] for _, s in shown)
+    ax.set_xlabel(f"paired difference in {LABELS.get(comp.metric, comp.metric)} ({better} is better for the "
+                  f"first), {budget} {comp.unit}, {n} seeds: dots = seeds, diamond + bar = mean and 95 % "
+                  "interval",
+                  fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    if control is not None and control["n"]:
+        ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
+    fig.savefig(tmp, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return True

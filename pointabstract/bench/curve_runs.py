@@ -128,14 +128,15 @@ def _settings(comp: Comparison, cell: Cell, runs: Path, extra: dict) -> str:
 
 
 def run_cells(comp: Comparison, cells: list[Cell], *, runs: Path, extra: dict, protocol: dict, jobs: int = 1,
-              keep_stale: bool = False, ledger: Ledger | None = None,
+              keep_stale: bool = False, ledger: Ledger | None = None, train: bool = True,
               progress: Callable[[str], None] = print) -> list[dict]:
     """Every cell's row, in the order of ``cells``: ``{"variant", "budget", "seed",
     ["trained_seed",] metric: value (scaled), ..., ["stale": why]}``. Each run trains with
     ``protocol["threads"]`` torch threads: in this process (``jobs`` = 1; its thread count is
     restored afterwards) or in a pool of ``jobs`` spawned processes. With a ``ledger``
     (:mod:`.ledger`), a cell it records under ``protocol`` with the same settings is taken from
-    it, and every other run finished under ``protocol`` is appended to it."""
+    it, and every other run finished under ``protocol`` is appended to it. ``train=False``: every
+    cell must come from the ledger; the cells it lacks are named in the error, none is trained."""
     import torch
 
     settings = {cell: _settings(comp, cell, runs, extra) for cell in cells} if ledger is not None else {}
@@ -161,6 +162,12 @@ def run_cells(comp: Comparison, cells: list[Cell], *, runs: Path, extra: dict, p
             rows[cell] = _row(comp, cell, recorded, [])
             report(cell, rows[cell], f" (from the ledger {ledger.path})")
     todo = [c for c in cells if c not in rows]
+    if todo and not train:
+        where = f"the ledger {ledger.path}" if ledger is not None else "a ledger (none given)"
+        shown = ", ".join(f"{c.variant} {c.budget} seed {c.train_seed}" for c in todo[:6])
+        raise ValueError(f"{len(todo)} of {len(cells)} runs are not in {where} with their current settings "
+                         f"under its protocol ({shown}{', ...' if len(todo) > 6 else ''}); nothing is "
+                         "trained from a ledger")
     if jobs == 1 or not todo:
         before = torch.get_num_threads()
         _set_threads(protocol["threads"])

@@ -20,7 +20,9 @@ worker processes, one queue: "one run per core". Each budget is a complete run w
 schedule, not a checkpoint of a longer run. Runs live under
 ``--runs/<comparison>/<variant>/<unit><budget>/seed<s>``, so a curve that takes hours can be
 stopped and continued with the same command. Records: ``runs/bench/curves_<name>.md``,
-``.json`` (rows, protocol, paired verdicts) and ``.png`` (mean ± std per variant over the budgets).
+``.json`` (rows, protocol, paired verdicts), ``.png`` (mean ± std per variant over the budgets) and
+``_paired.png`` (every seed's paired difference, the mean with its interval and the A/A floor, at
+the decisive budget). ``--from-ledger`` writes the records from a ``--ledger``'s runs alone.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import sys
 from pathlib import Path
 
 from .comparison import AA_OFFSET, LABELS, Comparison
-from .curve_report import markdown, paired_verdicts, plot_curves, verdicts
+from .curve_report import markdown, paired_verdicts, plot_curves, plot_paired, verdicts
 from .ledger import Ledger
 from .parts import budget as parts_budget
 from .records import check_at_least
@@ -165,7 +167,7 @@ COMPARISONS: dict[str, Comparison] = {
 
 def curve_rows(comp: Comparison, *, budgets, seeds, runs: Path, extra: dict | None = None, threads: int = 1,
                jobs: int = 1, control: bool = True, keep_stale: bool = False, protocol: dict | None = None,
-               ledger=None, progress=print) -> list[dict]:
+               ledger=None, train: bool = True, progress=print) -> list[dict]:
     """One row per (budget, seed, variant) and, with ``control``, per A/A cell, budget-major:
     ``{"variant", "budget", "seed", ["trained_seed",] metric: value (scaled), ..., ["stale"]}``
     (:func:`.curve_runs.run_cells`), every run under ``protocol`` (default: the current one with
@@ -179,7 +181,7 @@ def curve_rows(comp: Comparison, *, budgets, seeds, runs: Path, extra: dict | No
     protocol = protocol or current_protocol(threads, device=device)
     cells = plan(comp, budgets, seed_list(seeds), control=control)
     return run_cells(comp, cells, runs=Path(runs), extra=extra or {}, protocol=protocol, jobs=jobs,
-                     keep_stale=keep_stale, ledger=ledger, progress=progress)
+                     keep_stale=keep_stale, ledger=ledger, train=train, progress=progress)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -209,6 +211,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "settings, protocol, final metrics): runs it holds under the current protocol are "
                         "not trained again, every other finished run is appended; a curve continues "
                         "from it on another machine or after its run folders are gone")
+    parser.add_argument("--from-ledger", action="store_true",
+                        help="train nothing: write the records from the --ledger's runs alone, under the "
+                             "protocol they were trained with (one protocol, whatever the current code); "
+                             "every cell must be in it")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader workers of every run")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and write nothing")
 
@@ -296,17 +302,22 @@ def main(args: argparse.Namespace) -> int:
         print(f"{count} runs: {', '.join(variants)}{control} x {comp.unit} {budgets} x {args.seeds} seeds, "
               f"under {runs}; {args.threads} thread(s) per run, {args.jobs} at a time")
         return 0
-    protocol = current_protocol(args.threads, device=str(comp.base.get("device", "auto")))
     ledger = Ledger(args.ledger, args.comparison) if args.ledger else None
+    if args.from_ledger and ledger is None:
+        raise ValueError("--from-ledger needs --ledger FILE")
+    protocol = ledger.protocol() if args.from_ledger else \
+        current_protocol(args.threads, device=str(comp.base.get("device", "auto")))
     rows = curve_rows(comp, budgets=budgets, seeds=args.seeds, runs=runs, extra=extra, jobs=args.jobs,
                       control=bool(comp.control), keep_stale=args.keep_stale, protocol=protocol,
-                      ledger=ledger)
+                      ledger=ledger, train=not args.from_ledger)
     name, results = f"curves_{args.comparison}", Path(args.results)
     texts = _records(rows, comp, args, budgets, extra, protocol, ledger)
     write_records({results / f"{name}.md": texts["md"], results / f"{name}.json": texts["json"]},
                   measured=len(rows), what="bench curves")
     plot_curves(rows, comp, results / f"{name}.png", f"{args.comparison}: {LABELS.get(comp.metric)}, "
                 f"mean ± std over {args.seeds} seeds")
+    drawn = plot_paired(rows, comp, results / f"{name}_paired.png",
+                        f"{args.comparison}: the paired differences behind the verdict")
     print(texts["md"])
-    print(f"(also {results / name}.json and .png)")
+    print(f"(also {results / name}.json, .png{f' and {name}_paired.png' if drawn else ''})")
     return 0 if all(not math.isnan(r.get(comp.metric, math.nan)) for r in rows) else 1

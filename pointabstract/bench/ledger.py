@@ -28,7 +28,7 @@ import json
 import os
 from pathlib import Path
 
-from .protocol import differences
+from .protocol import MATCHED, describe, differences
 
 __all__ = ["Ledger", "settings_digest"]
 
@@ -87,6 +87,21 @@ class Ledger:
             if not differences(entry["protocol"], protocol):
                 return dict(entry["metrics"])
         return None
+
+    def protocol(self) -> dict:
+        """The one protocol this comparison's runs in the file were trained under (the first entry's,
+        commit included), for records drawn from the ledger alone (``bench curves --from-ledger``).
+        Refuses a file without runs of the comparison, or whose runs differ on :data:`.protocol.MATCHED`:
+        one table never mixes protocols."""
+        mine = [e for e in self.entries if e["comparison"] == self.comparison]
+        if not mine:
+            raise ValueError(f"{self.path} holds no run of {self.comparison}")
+        kinds = {tuple(e["protocol"].get(k) for k in MATCHED): e["protocol"] for e in mine}
+        if len(kinds) > 1:
+            shown = "; ".join(describe(p) for p in kinds.values())
+            raise ValueError(f"{self.path}: the runs of {self.comparison} were trained under {len(kinds)} "
+                             f"protocols ({shown}); records drawn from it would mix them")
+        return dict(mine[0]["protocol"])
 
     def add(self, variant: str, unit: str, budget: int, train_seed: int, *, settings: str, protocol: dict,
             metrics: dict) -> bool:

@@ -3,6 +3,7 @@
 import argparse
 import dataclasses
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -88,7 +89,7 @@ def test_tiny_curves_train_through_the_engine_and_reuse_finished_runs(tiny_capsu
 def _args(tmp_path, **kw):
     base = dict(comparison="capsules", budgets=[1, 3], seeds=2, data=None, variants=None, workers=0,
                 runs=str(tmp_path / "runs"), results=str(tmp_path / "bench"), dry_run=False, threads=1, jobs=1,
-                no_control=False, keep_stale=False, ledger=None)
+                no_control=False, keep_stale=False, ledger=None, from_ledger=False)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -108,6 +109,68 @@ def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypat
 
     image = Image.open(tmp_path / "bench" / "curves_capsules.png")
     assert image.size[0] > 400 and len(np.unique(np.asarray(image.convert("L")))) > 20  # not blank
+
+
+def test_records_come_back_from_the_ledger_alone_with_the_paired_plot(tiny_capsules, tmp_path, monkeypatch):
+    """--from-ledger: the same records, no training, under the ledger's own protocol (here a
+    pretended older training code); a cell the ledger lacks is named, never trained."""
+    import pointabstract.engine as engine
+
+    monkeypatch.setitem(curves.COMPARISONS, "capsules", tiny_capsules)
+    ledger = tmp_path / "ledger.jsonl"
+    assert main(_args(tmp_path, ledger=str(ledger))) == 0
+    first = (tmp_path / "bench" / "curves_capsules.md").read_text()
+    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+    ledger.write_text("".join(json.dumps({**e, "protocol": {**e["protocol"], "source": "0ld"}}) + "\n"
+                              for e in lines))
+    shutil.rmtree(tmp_path / "runs")
+    monkeypatch.setattr(engine, "train", lambda *a, **k: pytest.fail("trained from a ledger"))
+    assert main(_args(tmp_path, ledger=str(ledger), from_ledger=True, results=str(tmp_path / "again"))) == 0
+    again = (tmp_path / "again" / "curves_capsules.md").read_text()
+    assert "training code 0ld" in again
+    paired = lambda md: md[md.index("## Paired verdict"):md.index("## Seed-spread")]  # noqa: E731
+    assert paired(again) == paired(first)
+    assert (tmp_path / "again" / "curves_capsules_paired.png").is_file()
+    # the current code would have trained them all again: another protocol
+    with pytest.raises(ValueError, match="not in the ledger .* nothing is trained"):
+        main(_args(tmp_path, ledger=str(ledger), from_ledger=True, seeds=3))
+    with pytest.raises(ValueError, match="needs --ledger"):
+        main(_args(tmp_path, from_ledger=True))
+    # two protocols in one ledger: records drawn from it would mix them
+    ledger.write_text(ledger.read_text() + json.dumps({**lines[0], "train_seed": 7}) + "\n")
+    with pytest.raises(ValueError, match="trained under 2 protocols"):
+        main(_args(tmp_path, ledger=str(ledger), from_ledger=True))
+
+
+def test_the_paired_plot_shows_every_seed_the_interval_and_the_floor(tmp_path):
+    """Dots per seed, the mean's bar coloured by the verdict (green ahead, red behind), the A/A band."""
+    from PIL import Image
+
+    from pointabstract.bench.curve_report import paired_budget, plot_paired
+
+    comp = Comparison("a claim", {"m": {}, "a": {}, "b": {}}, method="m", metric="overall_accuracy",
+                      mode="max", unit="epochs", budgets=(3, 10), base={}, control="a", decisive=10)
+    rows = []
+    for seed in range(8):
+        for budget in (3, 10):
+            rows += [{"variant": "m", "budget": budget, "seed": seed, "overall_accuracy": 50 + 3 + 0.1 * seed},
+                     {"variant": "a", "budget": budget, "seed": seed, "overall_accuracy": 50 + 0.2 * (seed % 3)},
+                     {"variant": "b", "budget": budget, "seed": seed, "overall_accuracy": 58 + 0.1 * (seed % 2)},
+                     {"variant": "a_aa", "budget": budget, "seed": seed, "trained_seed": seed + 1000,
+                      "overall_accuracy": 50 + 0.2 * ((seed + 1) % 3)}]
+    assert paired_budget(rows, comp) == 10
+    assert paired_budget([r for r in rows if r["budget"] == 3], comp) == 3  # the decisive one not run
+    out = tmp_path / "p.png"
+    assert plot_paired(rows, comp, out, "t")
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+
+    def share(rgb):
+        return (np.abs(img - np.array(rgb)).sum(-1) < 40).mean()
+
+    assert share((0x1B, 0x78, 0x37)) > 1e-4  # m ahead of a: green
+    assert share((0xB2, 0x18, 0x2B)) > 1e-4  # m behind b: red
+    assert share((217, 217, 217)) > 0.01  # the A/A band (grey 0.85)
+    assert not plot_paired([], comp, tmp_path / "none.png", "t") and not (tmp_path / "none.png").exists()
 
 
 def test_variants_keep_only_the_pairs_they_name(tiny_capsules, tmp_path, monkeypatch):
