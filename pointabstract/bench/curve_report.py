@@ -174,9 +174,11 @@ def _paired_section(rows: list[dict], comp: Comparison) -> list[str]:
     return lines
 
 
-def _protocol_lines(rows: list[dict], protocol: dict, jobs: int) -> list[str]:
-    lines = [f"Protocol: {describe(protocol)}; {jobs} run{'s' if jobs != 1 else ''} at a time. A run is "
-             "reused only when its recorded protocol matches (training code, threads, torch, device).", ""]
+def _protocol_lines(rows: list[dict], protocol: dict, jobs: int | None) -> list[str]:
+    how = ("every run taken from the ledger, none trained by this command (--from-ledger)" if jobs is None
+           else f"{jobs} run{'s' if jobs != 1 else ''} at a time")
+    lines = [f"Protocol: {describe(protocol)}; {how}. A run is reused only when its recorded protocol "
+             "matches (training code, threads, torch, device).", ""]
     stale = [r for r in rows if "stale" in r]
     if stale:
         lines += [f"**This record mixes protocols**: {len(stale)} of {len(rows)} runs were trained under "
@@ -213,8 +215,8 @@ def _mean_tables(rows: list[dict], comp: Comparison) -> list[str]:
 
 
 def markdown(rows: list[dict], comp: Comparison, name: str, command: str, seeds: int, *, protocol: dict,
-             jobs: int = 1) -> str:
-    """The record ``curves_<name>.md``."""
+             jobs: int | None = 1) -> str:
+    """The record ``curves_<name>.md``; ``jobs=None``: the rows came from a ledger alone."""
     budgets = list(dict.fromkeys(r["budget"] for r in rows))
     lines = [f"# Learning curves: {name}", "", f"`{command}`", "", f"Claim: {comp.doc}.", ""]
     lines += _protocol_lines(rows, protocol, jobs)

@@ -255,10 +255,12 @@ def _records(rows: list[dict], comp: Comparison, args: argparse.Namespace, budge
     data = {"comparison": args.comparison, "claim": comp.doc, "unit": comp.unit, "budgets": budgets,
             "seeds": args.seeds, "method": comp.method, "metric": comp.metric, "mode": comp.mode,
             "verdict_metrics": comp.judged, "control": None if args.no_control else comp.control,
-            "decisive": comp.decisive, "protocol": protocol, "jobs": args.jobs, "overrides": dict(extra),
+            "decisive": comp.decisive, "protocol": protocol, "jobs": None if args.from_ledger else args.jobs,
+            "overrides": dict(extra),
             "rows": rows, "paired": paired_verdicts(rows, comp), "spread_screen": verdicts(rows, comp),
             "ledger": str(ledger.path) if ledger is not None else None}
-    md = markdown(rows, comp, args.comparison, command, args.seeds, protocol=protocol, jobs=args.jobs)
+    md = markdown(rows, comp, args.comparison, command, args.seeds, protocol=protocol,
+                  jobs=None if args.from_ledger else args.jobs)
     if ledger is not None:
         mine = [e for e in ledger.entries if e["comparison"] == args.comparison]
         commits = sorted({str(e["protocol"].get("commit")) for e in mine})

@@ -127,7 +127,7 @@ def test_records_come_back_from_the_ledger_alone_with_the_paired_plot(tiny_capsu
     monkeypatch.setattr(engine, "train", lambda *a, **k: pytest.fail("trained from a ledger"))
     assert main(_args(tmp_path, ledger=str(ledger), from_ledger=True, results=str(tmp_path / "again"))) == 0
     again = (tmp_path / "again" / "curves_capsules.md").read_text()
-    assert "training code 0ld" in again
+    assert "training code 0ld" in again and "none trained by this command (--from-ledger)" in again
     paired = lambda md: md[md.index("## Paired verdict"):md.index("## Seed-spread")]  # noqa: E731
     assert paired(again) == paired(first)
     assert (tmp_path / "again" / "curves_capsules_paired.png").is_file()
