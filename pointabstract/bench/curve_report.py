@@ -258,10 +258,17 @@ def plot_curves(rows: list[dict], comp: Comparison, path: Path, title: str) -> N
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def _save(fig, path: Path, **kw) -> None:
+    """Write ``fig`` to ``path`` through a temporary file (a reader never sees half a PNG), close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
-    fig.savefig(tmp)
+    fig.savefig(tmp, **kw)
     plt.close(fig)
     os.replace(tmp, path)
 
@@ -305,14 +312,18 @@ def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> b
         ax.axvspan(control["low"], control["high"], color="0.85", zorder=0,
                    label=f"A/A interval (noise floor) [{control['low']:+.3g}, {control['high']:+.3g}]")
     ax.axvline(0, color="black", linewidth=0.8, zorder=1)
+    # an A/A interval that itself excludes 0 makes every interval at this budget too narrow to trust
+    unsure = control is not None and control["n"] >= MIN_SEEDS and (control["low"] > 0 or control["high"] < 0)
     for y, (_, s) in enumerate(reversed(shown)):
         is_control = s is control
-        colour = "#7f7f7f" if is_control else _VERDICT_COLOURS[s["verdict"]]
+        colour = "#7f7f7f" if is_control else \
+            _VERDICT_COLOURS["not distinguishable" if unsure else s["verdict"]]
         offsets = (np.arange(s["n"]) - (s["n"] - 1) / 2) * (0.3 / max(s["n"], 1))
         ax.scatter(s["diffs"], y + offsets, s=14, color=colour, alpha=0.55, zorder=2)
         ax.hlines(y, s["low"], s["high"], color=colour, linewidth=3, zorder=3)
         ax.scatter([s["mean"]], [y], marker="D", s=46, color=colour, edgecolor="black", zorder=4)
         floor = "; within the A/A floor" if s.get("within_floor") else ""
+        floor += "; the A/A interval excludes 0: read as not distinguishable" if unsure else ""
         word = "(floor)" if is_control else s["verdict"] + floor
         ax.annotate(f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]  {s['wins']}/{s['losses']}  "
                     f"{word}", (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8,
@@ -329,10 +340,5 @@ def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> b
     ax.grid(axis="x", alpha=0.3)
     if control is not None and control["n"]:
         ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
-    fig.savefig(tmp, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+    _save(fig, path, bbox_inches="tight")
     return True

@@ -171,6 +171,11 @@ def test_the_paired_plot_shows_every_seed_the_interval_and_the_floor(tmp_path):
     assert share((0xB2, 0x18, 0x2B)) > 1e-4  # m behind b: red
     assert share((217, 217, 217)) > 0.01  # the A/A band (grey 0.85)
     assert not plot_paired([], comp, tmp_path / "none.png", "t") and not (tmp_path / "none.png").exists()
+    # an A/A interval that excludes 0 (the control's copy 5 points above it): no green, no red
+    shifted = [{**r, "overall_accuracy": r["overall_accuracy"] + 5} if r["variant"] == "a_aa" else r for r in rows]
+    assert plot_paired(shifted, comp, out, "t")
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert share((0x1B, 0x78, 0x37)) == 0 and share((0xB2, 0x18, 0x2B)) == 0
 
 
 def test_variants_keep_only_the_pairs_they_name(tiny_capsules, tmp_path, monkeypatch):
