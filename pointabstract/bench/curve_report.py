@@ -261,14 +261,16 @@ def plot_curves(rows: list[dict], comp: Comparison, path: Path, title: str) -> N
     _save(fig, path)
 
 
-def _save(fig, path: Path, **kw) -> None:
-    """Write ``fig`` to ``path`` through a temporary file (a reader never sees half a PNG), close it."""
+def _save(fig, path: Path, *, tight: bool = True) -> None:
+    """Write ``fig`` to ``path`` through a temporary file (a reader never sees half a PNG), close it;
+    ``tight=False``: keep the layout the caller set."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
-    fig.savefig(tmp, **kw)
+    fig.savefig(tmp)
     plt.close(fig)
     os.replace(tmp, path)
 
@@ -284,6 +286,14 @@ def paired_budget(rows: list[dict], comp: Comparison) -> int | None:
     if not budgets:
         return None
     return comp.decisive if comp.decisive in budgets else budgets[-1]
+
+
+def _paired_note(s: dict, is_control: bool, unsure: bool) -> str:
+    """The numbers and the verdict written to the right of one row of the paired plot."""
+    floor = "; within the A/A floor" if s.get("within_floor") else ""
+    floor += "; the A/A interval excludes 0: read as not distinguishable" if unsure else ""
+    word = "(floor)" if is_control else s["verdict"] + floor
+    return f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]  {s['wins']}/{s['losses']}  {word}"
 
 
 def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> bool:
@@ -307,14 +317,22 @@ def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> b
     shown = [(label, s) for label, s in shown if s["n"]]
     if not shown:
         return False
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * len(shown)), dpi=110)
+    # a fixed 4.5-inch plot area whatever the text's length: the row labels to its left and the
+    # numbers to its right get their own margins (8 pt: about 0.06 inch a character)
+    # an A/A interval that itself excludes 0 makes every interval at this budget too narrow to trust
+    unsure = control is not None and control["n"] >= MIN_SEEDS and (control["low"] > 0 or control["high"] < 0)
+    notes = [_paired_note(s, s is control, unsure) for _, s in shown]
+    left = 0.25 + 0.065 * max(len(label) for label, _ in shown)
+    right = 0.2 + 0.055 * max(len(n) for n in notes)
+    width, height = left + 4.5 + right, 1.6 + 0.55 * len(shown)
+    fig, ax = plt.subplots(figsize=(width, height), dpi=110)
+    fig.subplots_adjust(left=left / width, right=(left + 4.5) / width, bottom=0.75 / height,
+                        top=1 - 0.75 / height)
     if control is not None and control["n"]:
         ax.axvspan(control["low"], control["high"], color="0.85", zorder=0,
                    label=f"A/A interval (noise floor) [{control['low']:+.3g}, {control['high']:+.3g}]")
     ax.axvline(0, color="black", linewidth=0.8, zorder=1)
-    # an A/A interval that itself excludes 0 makes every interval at this budget too narrow to trust
-    unsure = control is not None and control["n"] >= MIN_SEEDS and (control["low"] > 0 or control["high"] < 0)
-    for y, (_, s) in enumerate(reversed(shown)):
+    for y, ((_, s), note) in enumerate(zip(reversed(shown), reversed(notes))):
         is_control = s is control
         colour = "#7f7f7f" if is_control else \
             _VERDICT_COLOURS["not distinguishable" if unsure else s["verdict"]]
@@ -322,11 +340,7 @@ def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> b
         ax.scatter(s["diffs"], y + offsets, s=14, color=colour, alpha=0.55, zorder=2)
         ax.hlines(y, s["low"], s["high"], color=colour, linewidth=3, zorder=3)
         ax.scatter([s["mean"]], [y], marker="D", s=46, color=colour, edgecolor="black", zorder=4)
-        floor = "; within the A/A floor" if s.get("within_floor") else ""
-        floor += "; the A/A interval excludes 0: read as not distinguishable" if unsure else ""
-        word = "(floor)" if is_control else s["verdict"] + floor
-        ax.annotate(f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]  {s['wins']}/{s['losses']}  "
-                    f"{word}", (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8,
+        ax.annotate(note, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=8,
                     color=colour)
     ax.set_yticks(range(len(shown)), [label for label, _ in reversed(shown)], fontsize=8)
     ax.set_ylim(-0.7, len(shown) - 0.3)
@@ -336,9 +350,9 @@ def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> b
                   f"first), {budget} {comp.unit}, {n} seeds: dots = seeds, diamond + bar = mean and 95 % "
                   "interval",
                   fontsize=8)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, pad=18)
     ax.grid(axis="x", alpha=0.3)
-    if control is not None and control["n"]:
-        ax.legend(fontsize=7, loc="lower left")
-    _save(fig, path, bbox_inches="tight")
+    if control is not None and control["n"]:  # above the rows, under the title: never over a point
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False, borderaxespad=0.2)
+    _save(fig, path, tight=False)
     return True
