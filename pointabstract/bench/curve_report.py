@@ -296,18 +296,23 @@ def _paired_note(s: dict, is_control: bool, unsure: bool) -> str:
     return f"{s['mean']:+.3g} [{s['low']:+.3g}, {s['high']:+.3g}]  {s['wins']}/{s['losses']}  {word}"
 
 
-def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str) -> bool:
+def plot_paired(rows: list[dict], comp: Comparison, path: Path, title: str, *,
+                paired: dict | None = None) -> bool:
     """The evidence behind the paired verdict, one row per difference at :func:`paired_budget`: every
     seed's difference (dots), their mean (diamond) with its 95 % interval (bar), coloured by the
     verdict, and the A/A control's interval as a grey band across all rows (the noise floor), for the
-    comparison's main metric. Returns False (and draws nothing) when no difference has a seed pair."""
+    comparison's main metric. ``paired``: :func:`paired_verdicts` of ``rows`` when the caller has it
+    already (computed here otherwise). Returns False (and draws nothing) when no difference has a
+    seed pair."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     budget = paired_budget(rows, comp)
-    entry = paired_verdicts(rows, comp).get(comp.metric, {}).get(budget) if budget is not None else None
+    if budget is None:
+        return False
+    entry = (paired if paired is not None else paired_verdicts(rows, comp)).get(comp.metric, {}).get(budget)
     if not entry:
         return False
     shown = [(f"{s['first']} - {s['second']}", s) for s in [*entry["vs"].values(), *entry["pairs"].values()]]

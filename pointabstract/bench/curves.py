@@ -252,15 +252,15 @@ def _records(rows: list[dict], comp: Comparison, args: argparse.Namespace, budge
              protocol: dict, ledger: Ledger | None = None) -> dict:
     command = "pointabstract " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else \
         f"pointabstract bench curves {args.comparison}"
+    jobs = None if args.from_ledger else args.jobs  # None: every row came from the ledger
+    paired = paired_verdicts(rows, comp)
     data = {"comparison": args.comparison, "claim": comp.doc, "unit": comp.unit, "budgets": budgets,
             "seeds": args.seeds, "method": comp.method, "metric": comp.metric, "mode": comp.mode,
             "verdict_metrics": comp.judged, "control": None if args.no_control else comp.control,
-            "decisive": comp.decisive, "protocol": protocol, "jobs": None if args.from_ledger else args.jobs,
-            "overrides": dict(extra),
-            "rows": rows, "paired": paired_verdicts(rows, comp), "spread_screen": verdicts(rows, comp),
+            "decisive": comp.decisive, "protocol": protocol, "jobs": jobs, "overrides": dict(extra),
+            "rows": rows, "paired": paired, "spread_screen": verdicts(rows, comp),
             "ledger": str(ledger.path) if ledger is not None else None}
-    md = markdown(rows, comp, args.comparison, command, args.seeds, protocol=protocol,
-                  jobs=None if args.from_ledger else args.jobs)
+    md = markdown(rows, comp, args.comparison, command, args.seeds, protocol=protocol, jobs=jobs)
     if ledger is not None:
         mine = [e for e in ledger.entries if e["comparison"] == args.comparison]
         commits = sorted({str(e["protocol"].get("commit")) for e in mine})
@@ -268,7 +268,7 @@ def _records(rows: list[dict], comp: Comparison, args: argparse.Namespace, budge
         md += (f"\nThe runs of this protocol are recorded in the ledger `{ledger.path}` ({len(mine)} runs of "
                f"{args.comparison}, trained at commit{plural} {', '.join(commits)}; the training code and "
                "thread count of each match the protocol above).\n")
-    return {"md": md, "json": json.dumps(data, indent=2)}
+    return {"md": md, "json": json.dumps(data, indent=2), "paired": paired}
 
 
 def selected(args: argparse.Namespace) -> tuple[list[int], Comparison]:
@@ -319,7 +319,8 @@ def main(args: argparse.Namespace) -> int:
     plot_curves(rows, comp, results / f"{name}.png", f"{args.comparison}: {LABELS.get(comp.metric)}, "
                 f"mean ± std over {args.seeds} seeds")
     drawn = plot_paired(rows, comp, results / f"{name}_paired.png",
-                        f"{args.comparison}: the paired differences behind the verdict")
+                        f"{args.comparison}: the paired differences behind the verdict",
+                        paired=texts["paired"])
     print(texts["md"])
     print(f"(also {results / name}.json, .png{f' and {name}_paired.png' if drawn else ''})")
     return 0 if all(not math.isnan(r.get(comp.metric, math.nan)) for r in rows) else 1

@@ -11,17 +11,16 @@ camera that frames the input and all its reconstructions.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ... import _validate as V
-from ...models import model_config
 from ..core.colors import GREY
 from ..core.figure_compose import compose_figure
 from ..core.geometry import point_cloud
+from ..core.panel_titles import model_label
 from ..core.render import Renderer, save_png
 from .scenes import capsule_scene, shared_camera
 from .session import CapsuleSample, CapsuleSession, load_capsule_session
@@ -162,21 +161,8 @@ def _row_label(session: CapsuleSession, sample: CapsuleSample, count: int, posit
     return f"({'abcdefgh'[position % 8]}) {session.routing}\n{sample.title.split(':')[0]}"
 
 
-def _changed_settings(session: CapsuleSession) -> str:
-    """The model settings a run changed from its registry model's defaults (``"decoders=0"``), so a
-    figure of a variant (e.g. ``model.decoders=0``) does not read as the registry model itself."""
-    default, used = model_config(session.config.model), session.config.model_config()
-    changed = [f"{f.name}={getattr(used, f.name)}" for f in dataclasses.fields(used)
-               if getattr(used, f.name) != getattr(default, f.name)]
-    return ", ".join(changed)
-
-
 def _title(sessions: list[CapsuleSession]) -> str:
-    def name(s: CapsuleSession) -> str:
-        changed = _changed_settings(s)
-        return f"{s.config.model} with {changed}" if changed else s.config.model
-
-    what = " vs ".join(f"{s.routing} ({name(s)}, {s.checkpoint.name})" for s in sessions)
+    what = " vs ".join(f"{s.routing} ({model_label(s.config)}, {s.checkpoint.name})" for s in sessions)
     same = " on the same shapes" if len(sessions) > 1 else ""
     return f"Latent capsules of {what}{same}: the points one capsule decodes in red, the rest grey"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from ... import _validate as V
 from ..core.colors import GREY, HIGHLIGHT, class_palette
 from ..core.html import encode_array, rgb8, write_page
+from ..core.panel_titles import model_label
 from .scenes import COLORINGS, LAYOUTS, capsule_colors
 from .session import CapsuleSample, CapsuleSession, part_name
 
@@ -82,7 +83,7 @@ def capsule_page(session: CapsuleSession, out: str | Path, *, indices: Sequence[
                  capsule: int | None = None, coloring: str | None = None, layout: str | None = None) -> Path:
     """Write the capsule page of ``session`` to ``out`` (see :func:`capsule_data`); returns the path."""
     data = capsule_data(session, indices, capsule=capsule, coloring=coloring, layout=layout)
-    title = (f"{session.config.model} ({session.checkpoint.name}, {session.routing}): input vs "
+    title = (f"{model_label(session.config)} ({session.checkpoint.name}, {session.routing}): input vs "
              f"reconstruction by latent capsule. {session.scores_line()}").strip()
     return write_page(out, title=title, data=data, script=SCRIPT, help_html=HELP)
 

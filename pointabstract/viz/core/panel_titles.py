@@ -13,9 +13,23 @@ class or part colouring is close to red), the query a blue sphere (``QUERY``), o
 
 from __future__ import annotations
 
-__all__ = ["capsule_titles", "figure_title", "neighbourhood_titles"]
+import dataclasses
+
+from ...models import model_config
+
+__all__ = ["capsule_titles", "figure_title", "model_label", "neighbourhood_titles"]
 
 _SPACE = {"feature": "feature space", "xyz": "3D"}
+
+
+def model_label(config) -> str:
+    """The run's registry model with every model setting it changed from that model's defaults
+    (``"capsule_ae_demo_dr with decoders=0"``), so a figure or page of a variant does not read as
+    the registry model itself; the plain name when nothing changed."""
+    default, used = model_config(config.model), config.model_config()
+    changed = [f"{f.name}={getattr(used, f.name)}" for f in dataclasses.fields(used)
+               if getattr(used, f.name) != getattr(default, f.name)]
+    return f"{config.model} with {', '.join(changed)}" if changed else config.model
 
 
 def figure_title(session) -> str:

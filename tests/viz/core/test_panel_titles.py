@@ -90,3 +90,14 @@ def test_neighbours_of_a_red_class_are_drawn_and_titled_black(session):
     state = ViewerState(session, index=index, block=1, k=4, coloring="neighbours", layout="xyz")
     assert np.allclose(state.scene().colors["xyz"][state.scene().xyz_idx], HIGHLIGHT)
     assert "red: its 4 nearest in 3D" in state.panel_titles()[0]
+
+
+def test_model_label_names_the_settings_a_run_changed(ae):
+    """Shared by every figure and page title: the registry name, plus what the run changed."""
+    import dataclasses
+
+    from pointabstract.viz.core.panel_titles import model_label
+
+    label = model_label(ae.config)  # the tiny test model: its sizes differ from the registry's
+    assert label.startswith(f"{ae.config.model} with ") and "latent_caps=" in label
+    assert model_label(dataclasses.replace(ae.config, model_args={})) == ae.config.model
