@@ -13,8 +13,8 @@ excludes 0, with at least 8 seeds; the comparison's ``decisive`` budget gives it
 mean ± std tables and the former seed-spread screen are kept beside it.
 
 One protocol for every run (:mod:`.protocol`): each run records the training code's hash, the
-commit, the thread count (``--threads``, default 1), torch and the device, and a finished run is
-reused only when they match; runs of another protocol are trained again (or, with
+commit, the thread count (``--threads``, default 1), torch, the device and a fingerprint of the
+dataset folders it reads, and a finished run is reused only when they match; runs of another protocol are trained again (or, with
 ``--keep-stale``, kept and labelled in every table). ``--jobs J`` trains J runs at a time in
 worker processes, one queue: "one run per core". Each budget is a complete run with its own
 schedule, not a checkpoint of a longer run. Runs live under
@@ -282,6 +282,14 @@ def selected(args: argparse.Namespace) -> tuple[list[int], Comparison]:
                                   "pairs": tuple(p for p in base.pairs if set(p) <= set(variants))})
 
 
+def _data_roots(comp: Comparison, budgets: list[int], extra: dict) -> list[str]:
+    """The dataset folders the comparison's runs read (each variant's resolved ``data.root``)."""
+    from ..engine import load_config
+
+    return sorted({str(load_config(comp.preset, comp.overrides(v, budgets[0], 0, "unused", extra)).data.root)
+                   for v in comp.variants})
+
+
 def main(args: argparse.Namespace) -> int:
     """Train the curves (or reuse finished runs), then write and print the records."""
     from .protocol import current_protocol
@@ -308,7 +316,8 @@ def main(args: argparse.Namespace) -> int:
     if args.from_ledger and ledger is None:
         raise ValueError("--from-ledger needs --ledger FILE")
     protocol = ledger.protocol() if args.from_ledger else \
-        current_protocol(args.threads, device=str(comp.base.get("device", "auto")))
+        current_protocol(args.threads, device=str(comp.base.get("device", "auto")),
+                         data=_data_roots(comp, budgets, extra))
     rows = curve_rows(comp, budgets=budgets, seeds=args.seeds, runs=runs, extra=extra, jobs=args.jobs,
                       control=bool(comp.control), keep_stale=args.keep_stale, protocol=protocol,
                       ledger=ledger, train=not args.from_ledger)

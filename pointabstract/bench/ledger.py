@@ -6,7 +6,8 @@ ledger keeps what a verdict needs of each finished run, one JSON object per line
 
     {"comparison": "sequoia_seg", "variant": "softmax", "unit": "epochs", "budget": 10,
      "train_seed": 1003, "settings": "<sha256 of the run's resolved config, 16 hex>",
-     "protocol": {"commit": ..., "source": ..., "threads": 1, "torch": ..., "device": "cpu"},
+     "protocol": {"commit": ..., "source": ..., "threads": 1, "torch": ..., "device": "cpu",
+                  "data": {"datasets/synthetic-hard": "<sha256 of its files, 16 hex>"}},
      "metrics": {"instance_miou": 0.7412, "epoch": 10, ...}}
 
 ``settings`` hashes the run's whole resolved config except what a run may change without
@@ -91,8 +92,9 @@ class Ledger:
     def protocol(self) -> dict:
         """The one protocol this comparison's runs in the file were trained under (the first entry's,
         commit included), for records drawn from the ledger alone (``bench curves --from-ledger``).
-        Refuses a file without runs of the comparison, or whose runs differ on :data:`.protocol.MATCHED`:
-        one table never mixes protocols."""
+        Refuses a file without runs of the comparison, or whose runs differ on :data:`.protocol.MATCHED`
+        or record two fingerprints of one dataset folder: one table never mixes protocols. The
+        returned ``data`` holds every folder's fingerprint any of them recorded."""
         mine = [e for e in self.entries if e["comparison"] == self.comparison]
         if not mine:
             raise ValueError(f"{self.path} holds no run of {self.comparison}")
@@ -101,7 +103,19 @@ class Ledger:
             shown = "; ".join(describe(p) for p in kinds.values())
             raise ValueError(f"{self.path}: the runs of {self.comparison} were trained under {len(kinds)} "
                              f"protocols ({shown}); records drawn from it would mix them")
-        return dict(mine[0]["protocol"])
+        data: dict[str, set] = {}
+        for e in mine:
+            for root, fp in (e["protocol"].get("data") or {}).items():
+                data.setdefault(root, set()).add(fp)
+        mixed = {root: sorted(fps) for root, fps in data.items() if len(fps) > 1}
+        if mixed:
+            shown = "; ".join(f"{root}: {' and '.join(fps)}" for root, fps in mixed.items())
+            raise ValueError(f"{self.path}: the runs of {self.comparison} read different data in one folder "
+                             f"({shown}); records drawn from it would mix them")
+        protocol = dict(mine[0]["protocol"])
+        if data:
+            protocol["data"] = {root: next(iter(fps)) for root, fps in sorted(data.items())}
+        return protocol
 
     def add(self, variant: str, unit: str, budget: int, train_seed: int, *, settings: str, protocol: dict,
             metrics: dict) -> bool:

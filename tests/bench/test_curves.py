@@ -105,6 +105,15 @@ def test_main_writes_markdown_json_and_a_plot(tiny_capsules, tmp_path, monkeypat
     data = json.loads((tmp_path / "bench" / "curves_capsules.json").read_text())
     assert data["budgets"] == [1, 3] and len(data["rows"]) == 8 and set(data["spread_screen"]) == {"dynamic"}
     assert data["protocol"]["threads"] == 1 and set(data["paired"]["chamfer"][str(3)]["vs"]) == {"dynamic"}
+    # the data every run read is part of the protocol: in the records, each run's folder and the ledger
+    from pointabstract.bench.protocol import data_fingerprint, read_protocol
+
+    root = tiny_capsules.base["data.root"]
+    assert data["protocol"]["data"] == {root: data_fingerprint(root)} and f", data {root} " in md
+    assert read_protocol(tmp_path / "runs" / "capsules" / "centroid" / "steps3" / "seed1")["data"] == \
+        data["protocol"]["data"]
+    assert all(json.loads(line)["protocol"]["data"] == data["protocol"]["data"]
+               for line in (tmp_path / "ledger.jsonl").read_text().splitlines())
     from PIL import Image
 
     image = Image.open(tmp_path / "bench" / "curves_capsules.png")

@@ -93,3 +93,16 @@ def test_a_damaged_ledger_is_refused_by_line(tmp_path):
     with pytest.raises(ValueError, match="is not a file"):
         Ledger(tmp_path, "x")
     assert Ledger(tmp_path / "missing.jsonl", "x").entries == []
+
+
+def test_a_ledger_whose_runs_read_different_data_is_refused(tmp_path):
+    path = tmp_path / "l.jsonl"
+    base = current_protocol(1, device="cpu")
+    for seed, fp in [(0, "a" * 16), (1, "b" * 16), (2, None)]:
+        protocol = {**base, **({"data": {"datasets/x": fp}} if fp else {})}
+        Ledger(path, "tiny").add("ca", "steps", 1, seed, settings="s", protocol=protocol, metrics={"m": 1.0})
+    with pytest.raises(ValueError, match="different data in one folder.*datasets/x: a+ and b+"):
+        Ledger(path, "tiny").protocol()
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[2]]) + "\n")  # one fingerprint and one run without any
+    assert Ledger(path, "tiny").protocol()["data"] == {"datasets/x": "a" * 16}
