@@ -14,10 +14,10 @@ mean ± std tables and the former seed-spread screen are kept beside it.
 
 One protocol for every run (:mod:`.protocol`): each run records the training code's hash, the
 commit, the thread count (``--threads``, default 1), torch, the device and a fingerprint of the
-dataset folders it reads, and a finished run is reused only when they match; runs of another protocol are trained again (or, with
-``--keep-stale``, kept and labelled in every table). ``--jobs J`` trains J runs at a time in
-worker processes, one queue: "one run per core". Each budget is a complete run with its own
-schedule, not a checkpoint of a longer run. Runs live under
+dataset folders it reads, and a finished run is reused only when they match; runs of another
+protocol are trained again (or, with ``--keep-stale``, kept and labelled in every table).
+``--jobs J`` trains J runs at a time in worker processes, one queue: "one run per core". Each
+budget is a complete run with its own schedule, not a checkpoint of a longer run. Runs live under
 ``--runs/<comparison>/<variant>/<unit><budget>/seed<s>``, so a curve that takes hours can be
 stopped and continued with the same command. Records: ``runs/bench/curves_<name>.md``,
 ``.json`` (rows, protocol, paired verdicts), ``.png`` (mean ± std per variant over the budgets) and
