@@ -178,7 +178,8 @@ def _protocol_lines(rows: list[dict], protocol: dict, jobs: int | None) -> list[
     how = ("every run taken from the ledger, none trained by this command (--from-ledger)" if jobs is None
            else f"{jobs} run{'s' if jobs != 1 else ''} at a time")
     lines = [f"Protocol: {describe(protocol)}; {how}. A run is reused only when its recorded protocol "
-             "matches (training code, threads, torch, device).", ""]
+             "matches (training code, threads, torch, device, and the data where it records a "
+             "fingerprint).", ""]
     stale = [r for r in rows if "stale" in r]
     if stale:
         lines += [f"**This record mixes protocols**: {len(stale)} of {len(rows)} runs were trained under "

@@ -14,7 +14,8 @@ ledger keeps what a verdict needs of each finished run, one JSON object per line
 changing its result (:data:`~pointabstract.engine.run_dir.FREE_TO_CHANGE`: the output folder,
 workers, progress output), so a variant whose overrides or preset changed is never matched.
 A cell found in the ledger with the same settings and a protocol that matches the current one
-on :data:`.protocol.MATCHED` (training code, threads, torch, device) is not trained again: its
+on :data:`.protocol.MATCHED` (training code, threads, torch, device) and in the data fingerprints
+both record (:func:`.protocol.differences`) is not trained again: its
 metrics are the ones that run wrote, and training it again gives the identical number (the
 determinism test of :mod:`.curve_runs`). Every other run that ``bench curves`` trains or reuses
 under the current protocol is appended, so the file can be committed as the per-run record
