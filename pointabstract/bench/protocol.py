@@ -75,7 +75,8 @@ def data_fingerprint(root: str | Path) -> str | None:
     if not root.is_dir():
         return None
     files = sorted(p for p in root.rglob("*") if p.is_file())
-    stats = tuple((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    stats = tuple((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns)
+                  for p, st in ((p, p.stat()) for p in files))
     key = (str(root.resolve()), stats)
     if key not in _FINGERPRINTS:
         digest = hashlib.sha256()

@@ -23,7 +23,7 @@ from ...engine.tasks.base import dataset_points
 from ...ops import farthest_point_sample
 from ..core.colors import part_palette
 from ..core.figure_compose import compose_figure
-from ..core.panel_titles import model_label
+from ..core.panel_titles import run_label
 from ..core.render import Camera, Renderer, save_png
 from .part_agreement import open_part_dataset, part_agreement
 from .scenes import default_k, feature_knn, neighbourhood_scene, xyz_knn
@@ -115,7 +115,7 @@ def neighbourhood_figure(checkpoint: str | Path | ViewSession, out_png: str | Pa
         images = [[renderer.render(scene.geometries, camera=camera) for scene in row]
                   for row, _, camera in rows]
     first = rows[0][1][0]
-    title = (f"{model_label(session.config)} ({session.checkpoint.name}): K = {first['k']} nearest "
+    title = (f"{run_label(session)}: K = {first['k']} nearest "
              "neighbours (red) "
              f"of query points (blue) among block {chosen}'s {first['m']} points, shapes of "
              f"{samples[0].pos.shape[0]} input points")

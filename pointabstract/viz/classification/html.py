@@ -24,7 +24,7 @@ from ...ops import knn
 from ..core.colors import CONTEXT, QUERY, contrasting_highlight, part_palette
 from ..core.geometry import float_points
 from ..core.html import encode_array, rgb8, write_page
-from ..core.panel_titles import model_label
+from ..core.panel_titles import run_label
 from .app import COLORINGS, ViewerState
 from .figures import FAINT, PartSamples
 from .neighbourhood_text import verdict
@@ -189,7 +189,7 @@ def classification_page(session: ViewSession, out: str | Path, *, indices: Seque
         agreement = measured_agreement(session)
     data = classification_data(shown, indices, block=block, k=k, coloring=coloring or "neighbours",
                                query=query, agreement=agreement, layout=layout or "side_by_side")
-    title = f"{model_label(session.config)} ({session.checkpoint.name}): feature-space vs 3D neighbours"
+    title = f"{run_label(session)}: feature-space vs 3D neighbours"
     return write_page(out, title=title, data=data, script=SCRIPT, help_html=HELP)
 
 

@@ -17,7 +17,7 @@ import dataclasses
 
 from ...models import model_config
 
-__all__ = ["capsule_titles", "figure_title", "model_label", "neighbourhood_titles"]
+__all__ = ["capsule_titles", "figure_title", "model_label", "neighbourhood_titles", "run_label"]
 
 _SPACE = {"feature": "feature space", "xyz": "3D"}
 
@@ -30,6 +30,11 @@ def model_label(config) -> str:
     changed = [f"{f.name}={getattr(used, f.name)}" for f in dataclasses.fields(used)
                if getattr(used, f.name) != getattr(default, f.name)]
     return f"{config.model} with {', '.join(changed)}" if changed else config.model
+
+
+def run_label(session) -> str:
+    """``"<model_label> (<checkpoint file name>)"``: whose figure or page this is."""
+    return f"{model_label(session.config)} ({session.checkpoint.name})"
 
 
 def figure_title(session) -> str:

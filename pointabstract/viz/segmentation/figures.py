@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import _validate as V
 from ..core.figure_compose import compose_figure
-from ..core.panel_titles import model_label
+from ..core.panel_titles import run_label
 from ..core.render import Camera, Renderer, save_png
 from .scenes import legend_panel, segmentation_panels
 from .session import TASK, SegSample, SegSession, load_seg_session
@@ -139,7 +139,7 @@ def segmentation_section(run, out: str | Path, *, name: str = "segmentation.png"
 
 
 def _title(session: SegSession, samples: list[SegSample]) -> str:
-    return (f"{model_label(session.config)} ({session.checkpoint.name}): true vs predicted parts and the "
+    return (f"{run_label(session)}: true vs predicted parts and the "
             "tree's "
             f"clusters, {session.split} shapes of {samples[0].pos.shape[0]} points")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ... import _validate as V
 from ..core.html import encode_array, rgb8, write_page
-from ..core.panel_titles import model_label
+from ..core.panel_titles import run_label
 from .figures import default_levels
 from .scenes import LAYOUTS, WRONG_SIZE, legend_entries, segmentation_panels
 from .session import SegSample, SegSession
@@ -71,7 +71,7 @@ def segmentation_page(session: SegSession, out: str | Path, *, indices: Sequence
                       level: int | None = None, layout: str | None = None) -> Path:
     """Write the part-segmentation page of ``session`` to ``out`` (see :func:`segmentation_data`)."""
     data = segmentation_data(session, indices, level=level, layout=layout)
-    title = (f"{model_label(session.config)} ({session.checkpoint.name}): true vs predicted parts, "
+    title = (f"{run_label(session)}: true vs predicted parts, "
              "tree clusters")
     return write_page(out, title=title, data=data, script=SCRIPT, help_html=HELP)
 
